@@ -1,0 +1,46 @@
+"""phalanx: synchronous distributed training with tf.distribute's semantics on JAX/XLA.
+
+The same script trains on one CPU, on the devices of one machine and (in later
+releases) on many machines. The public names mirror TensorFlow's
+``tf.distribute``; see the README's name table.
+"""
+
+from . import cluster as cluster
+from . import distribute as distribute
+from . import errors as errors
+from .distribute import Mirrored as Mirrored
+from .distribute import MirroredStrategy as MirroredStrategy
+from .distribute import OneDeviceStrategy as OneDeviceStrategy
+from .distribute import PerReplica as PerReplica
+from .distribute import ReduceOp as ReduceOp
+from .distribute import ReplicaContext as ReplicaContext
+from .distribute import Strategy as Strategy
+from .distribute import ValueContext as ValueContext
+from .distribute import compute_average_loss as compute_average_loss
+from .distribute import device as device
+from .distribute import get_replica_context as get_replica_context
+from .distribute import get_strategy as get_strategy
+from .distribute import has_strategy as has_strategy
+from .distribute import in_cross_replica_context as in_cross_replica_context
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Mirrored",
+    "MirroredStrategy",
+    "OneDeviceStrategy",
+    "PerReplica",
+    "ReduceOp",
+    "ReplicaContext",
+    "Strategy",
+    "ValueContext",
+    "cluster",
+    "compute_average_loss",
+    "device",
+    "distribute",
+    "errors",
+    "get_replica_context",
+    "get_strategy",
+    "has_strategy",
+    "in_cross_replica_context",
+]

@@ -1,0 +1,57 @@
+"""The ``phalanx`` command: ``phalanx info`` now; ``demo`` and ``launch`` in later issues.
+
+Each subcommand lives in its own module with ``register(subparsers)``; the
+global ``--devices N`` option (or ``PHALANX_CPU_DEVICES``) simulates N CPU
+devices and is applied before any subcommand touches JAX.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ..cluster import cpu_device_count_from_env, set_cpu_device_count
+from . import _info
+
+_SUBCOMMANDS = (_info,)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Returns the ``phalanx`` argument parser with every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="phalanx",
+        description="Distributed training with tf.distribute's semantics on JAX.",
+    )
+    parser.add_argument(
+        "--devices",
+        type=int,
+        default=None,
+        metavar="N",
+        help="simulate N CPU devices (for a CPU-only machine; default: PHALANX_CPU_DEVICES)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in _SUBCOMMANDS:
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the ``phalanx`` command; returns its exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        devices = args.devices if args.devices is not None else cpu_device_count_from_env()
+        if devices is not None:
+            set_cpu_device_count(devices)
+    except (ValueError, RuntimeError) as e:
+        print(f"phalanx: {e}", file=sys.stderr)
+        return 2
+    return int(args.handler(args) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""How replicas compute together: strategies, contexts and distributed values."""
+
+from ._context import get_replica_context as get_replica_context
+from ._context import get_strategy as get_strategy
+from ._context import has_strategy as has_strategy
+from ._context import in_cross_replica_context as in_cross_replica_context
+from ._devices import device as device
+from ._devices import resolve_device as resolve_device
+from ._loss import compute_average_loss as compute_average_loss
+from ._mirrored import MirroredStrategy as MirroredStrategy
+from ._one_device import OneDeviceStrategy as OneDeviceStrategy
+from ._reduce_op import ReduceOp as ReduceOp
+from ._replica_context import ReplicaContext as ReplicaContext
+from ._strategy import Strategy as Strategy
+from ._strategy import ValueContext as ValueContext
+from ._values import Mirrored as Mirrored
+from ._values import PerReplica as PerReplica
+
+__all__ = [
+    "Mirrored",
+    "MirroredStrategy",
+    "OneDeviceStrategy",
+    "PerReplica",
+    "ReduceOp",
+    "ReplicaContext",
+    "Strategy",
+    "ValueContext",
+    "compute_average_loss",
+    "device",
+    "get_replica_context",
+    "get_strategy",
+    "has_strategy",
+    "in_cross_replica_context",
+    "resolve_device",
+]

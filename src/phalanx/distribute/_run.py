@@ -1,0 +1,231 @@
+"""``strategy.run``: one compiled program that runs ``fn`` once per replica.
+
+``fn`` is traced under ``jax.shard_map`` over the strategy's replica axis and
+compiled with ``jax.jit``. Arguments are classified leaf by leaf:
+
+======================================  =========================  ==================
+argument leaf                           each replica receives      in_spec
+======================================  =========================  ==================
+inside ``PerReplica`` (``[N, ...]``)    its row ``[...]``          ``P('replica')``
+``jax.Array`` sharded on the batch      its slice of the batch     ``P('replica')``
+axis over this mesh (a distributed
+batch, ``strategy.shard_batch``)
+any other array, or inside ``Mirrored`` the whole value            ``P()``
+Python scalar, string, None             the value, as a constant   static
+======================================  =========================  ==================
+
+Outputs are classified by JAX's varying-manual-axes type: a value that varies
+over the replicas comes back as ``PerReplica`` (leaves ``[N, ...]``); a value
+that does not (an ``all_reduce`` result, or parameters updated with gradients of
+replicated parameters) comes back as a replicated ``jax.Array``. Deciding that
+takes one abstract trace (``jax.eval_shape``) before the first compile of each
+signature; programs are cached by ``fn``, argument structure, shapes, dtypes,
+kinds and static values, so the second call with the same signature neither
+traces nor compiles.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import PartitionSpec as P
+
+from ..errors import RunCompilationError
+from ._context import enter_replica_context
+from ._replica_context import ReplicaContext
+from ._values import PerReplica, is_distributed_value
+
+if TYPE_CHECKING:
+    from ._strategy import Strategy
+
+_STATIC_TYPES = (bool, int, float, complex, str, bytes, type(None))
+_TRACE_ERRORS = (
+    jax.errors.ConcretizationTypeError,
+    jax.errors.TracerBoolConversionError,
+    jax.errors.TracerArrayConversionError,
+    jax.errors.TracerIntegerConversionError,
+    jax.errors.UnexpectedTracerError,
+)
+_CACHE_SIZE = 128
+
+PER_REPLICA, BATCH, REPLICATED, STATIC = "per_replica", "batch", "replicated", "static"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Leaf:
+    kind: str
+    signature: Any  # (shape, dtype) for arrays, the value for statics.
+
+
+def _is_varying(x: jax.Array, axis: str) -> bool:
+    aval = jax.typeof(x)
+    mat = getattr(aval, "manual_axis_type", None)
+    varying = getattr(mat, "varying", None)
+    if varying is None:
+        varying = getattr(aval, "vma", frozenset())
+    return axis in varying
+
+
+def _classify(strategy: Strategy, leaf: Any, wrapper: type | None) -> _Leaf:
+    if wrapper is None and isinstance(leaf, _STATIC_TYPES):
+        return _Leaf(STATIC, (type(leaf), leaf))
+    if not hasattr(leaf, "shape") or not hasattr(leaf, "dtype"):
+        raise TypeError(
+            "strategy.run arguments must be arrays (jax or numpy), pytrees of them, "
+            f"PerReplica/Mirrored values, or Python scalars; got {type(leaf).__name__}."
+        )
+    signature = (tuple(leaf.shape), np.dtype(leaf.dtype))
+    if wrapper is PerReplica:
+        n = strategy.num_replicas_in_sync
+        if leaf.ndim == 0 or leaf.shape[0] != n:
+            raise ValueError(
+                f"A PerReplica value for {n} replicas needs a leading replica axis of length "
+                f"{n}; got shape {tuple(leaf.shape)}. Build it with "
+                "strategy.experimental_distribute_values_from_function, or stack one row "
+                "per replica."
+            )
+        return _Leaf(PER_REPLICA, signature)
+    if wrapper is None and strategy._is_batch_sharded(leaf):
+        return _Leaf(BATCH, signature)
+    return _Leaf(REPLICATED, signature)
+
+
+def _flatten_args(strategy: Strategy, args: tuple, kwargs: dict):
+    """Returns (top treedef, per top leaf: (wrapper, sub treedef, leaves), classified leaves)."""
+    tops, top_tree = jax.tree.flatten((args, kwargs), is_leaf=is_distributed_value)
+    groups, leaves, kinds = [], [], []
+    for top in tops:
+        wrapper = type(top) if is_distributed_value(top) else None
+        inner = top.values if wrapper is not None else top
+        sub_leaves, sub_tree = jax.tree.flatten(inner)
+        groups.append((wrapper, sub_tree, len(sub_leaves)))
+        for leaf in sub_leaves:
+            kinds.append(_classify(strategy, leaf, wrapper))
+            leaves.append(leaf)
+    return top_tree, tuple(groups), leaves, tuple(kinds)
+
+
+def _unflatten_args(top_tree, groups, leaves):
+    it = iter(leaves)
+    tops = []
+    for _wrapper, sub_tree, count in groups:
+        tops.append(jax.tree.unflatten(sub_tree, [next(it) for _ in range(count)]))
+    return jax.tree.unflatten(top_tree, tops)
+
+
+class _Program:
+    """One compiled ``run`` signature: the jitted shard_map and how to wrap its outputs."""
+
+    def __init__(self, strategy: Strategy, fn: Callable, top_tree, groups, kinds):
+        self.strategy = strategy
+        self.fn = fn
+        self.top_tree, self.groups, self.kinds = top_tree, groups, kinds
+        self.dynamic = [i for i, k in enumerate(kinds) if k.kind != STATIC]
+        axis = strategy._axis_name
+        in_specs = tuple(
+            P(axis) if kinds[i].kind in (PER_REPLICA, BATCH) else P() for i in self.dynamic
+        )
+        self.varying = self._trace_varying(in_specs)
+        out_specs = [P(axis) if v else P() for v in self.varying]
+        mapped = jax.shard_map(
+            self._body,
+            mesh=strategy.mesh,
+            in_specs=in_specs,
+            out_specs=out_specs,
+            check_vma=True,
+        )
+        self.jitted = jax.jit(mapped)
+
+    def _body(self, *dynamic):
+        outs = self._call_fn(*dynamic)
+        return [v[None] if vary else v for v, vary in zip(outs, self.varying, strict=True)]
+
+    def _call_fn(self, *dynamic) -> list[jax.Array]:
+        leaves, it = [], iter(dynamic)
+        for k in self.kinds:
+            if k.kind == STATIC:
+                leaves.append(k.signature[1])
+            else:
+                value = next(it)
+                leaves.append(value[0] if k.kind == PER_REPLICA else value)
+        args, kwargs = _unflatten_args(self.top_tree, self.groups, leaves)
+        ctx = ReplicaContext(self.strategy, self.strategy._axis_name)
+        with enter_replica_context(ctx):
+            out = self.fn(*args, **kwargs)
+        out_leaves, self.out_tree = jax.tree.flatten(out)
+        return [jnp.asarray(v) for v in out_leaves]
+
+    def _trace_varying(self, in_specs) -> list[bool]:
+        recorded: list[bool] = []
+        axis = self.strategy._axis_name
+
+        def record(*dynamic):
+            out = self._call_fn(*dynamic)
+            recorded.extend(_is_varying(v, axis) for v in out)
+            return [v[None] for v in out]
+
+        mapped = jax.shard_map(
+            record,
+            mesh=self.strategy.mesh,
+            in_specs=in_specs,
+            out_specs=P(axis),
+            check_vma=True,
+        )
+        avals = [self._abstract(i) for i in self.dynamic]
+        jax.eval_shape(mapped, *avals)
+        return recorded
+
+    def _abstract(self, i: int) -> jax.ShapeDtypeStruct:
+        shape, dtype = self.kinds[i].signature
+        return jax.ShapeDtypeStruct(shape, dtype)
+
+    def __call__(self, leaves: list) -> Any:
+        placed = [self.strategy._place(leaves[i], self.kinds[i].kind) for i in self.dynamic]
+        outs = self.jitted(*placed)
+        wrapped = [PerReplica(o) if v else o for o, v in zip(outs, self.varying, strict=True)]
+        return jax.tree.unflatten(self.out_tree, wrapped)
+
+
+class RunCache:
+    """Compiled ``run`` programs of one strategy, least recently used dropped first."""
+
+    def __init__(self, strategy: Strategy):
+        self._strategy = strategy
+        self._programs: collections.OrderedDict[Any, _Program] = collections.OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._programs)
+
+    def run(self, fn: Callable, args: tuple, kwargs: dict) -> Any:
+        top_tree, groups, leaves, kinds = _flatten_args(self._strategy, args, kwargs)
+        key = (fn, top_tree, groups, kinds)
+        program = self._programs.get(key)
+        if program is None:
+            program = self._compile(fn, top_tree, groups, kinds)
+            self._programs[key] = program
+            if len(self._programs) > _CACHE_SIZE:
+                self._programs.popitem(last=False)
+        else:
+            self._programs.move_to_end(key)
+        return program(leaves)
+
+    def _compile(self, fn, top_tree, groups, kinds) -> _Program:
+        try:
+            return _Program(self._strategy, fn, top_tree, groups, kinds)
+        except _TRACE_ERRORS as e:
+            name = getattr(fn, "__qualname__", repr(fn))
+            raise RunCompilationError(
+                f"strategy.run compiles `{name}` with jax.jit and runs it once per replica "
+                f"under jax.shard_map, and tracing it failed: {type(e).__name__}: "
+                f"{str(e).splitlines()[0]}\nInside `fn`, arrays are abstract tracers: use "
+                "jax.lax.cond/jnp.where instead of Python `if` on array values, keep "
+                "float()/int()/.item()/np.asarray() on arrays out of `fn`, and pass Python "
+                "values that steer control flow as plain Python scalars (they are constants "
+                "of the compiled program)."
+            ) from e

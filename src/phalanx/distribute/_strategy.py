@@ -1,0 +1,395 @@
+"""``Strategy``: the one mesh runtime behind every strategy kind (DESIGN.md, decision 4).
+
+A strategy owns a ``jax.sharding.Mesh`` with one axis, ``'replica'``, over its
+devices. Kinds differ in how they find devices and processes, not in how they
+compute: ``run`` compiles ``fn`` under ``jax.shard_map`` over that axis;
+``reduce``/``gather`` are compiled reductions over per-replica values.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import AxisType, Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from ..errors import BatchNotDivisibleError, DistributedValueError
+from ._context import enter_scope
+from ._reduce_op import ReduceOp
+from ._replica_context import ReplicaContext
+from ._run import RunCache
+from ._values import Mirrored, PerReplica
+
+REPLICA_AXIS = "replica"
+
+
+@dataclasses.dataclass(frozen=True)
+class ValueContext:
+    """What ``value_fn`` of ``experimental_distribute_values_from_function`` is told.
+
+    Attributes:
+      replica_id_in_sync_group: the replica the value is for.
+      num_replicas_in_sync: the number of replicas.
+    """
+
+    replica_id_in_sync_group: int = 0
+    num_replicas_in_sync: int = 1
+
+
+class Strategy:
+    """Synchronous data parallelism over a mesh of devices (``tf.distribute.Strategy``).
+
+    Use a kind: ``OneDeviceStrategy``, ``MirroredStrategy``. Every replica holds
+    the whole model; each processes a slice of the global batch; gradients are
+    summed over replicas inside the compiled step.
+
+    Args:
+      devices: the devices, one replica each, in replica order.
+    """
+
+    def __init__(self, devices: Sequence[jax.Device]):
+        self._devices = tuple(devices)
+        self._axis_name = REPLICA_AXIS
+        self._mesh = Mesh(np.array(self._devices), (REPLICA_AXIS,), axis_types=(AxisType.Auto,))
+        self._batch_sharding = NamedSharding(self._mesh, P(REPLICA_AXIS))
+        self._replicated = NamedSharding(self._mesh, P())
+        self._runs = RunCache(self)
+
+    # -- what the strategy is ------------------------------------------------
+
+    @property
+    def devices(self) -> tuple[jax.Device, ...]:
+        """The devices, one per replica, in replica order."""
+        return self._devices
+
+    @property
+    def mesh(self) -> Mesh:
+        """The ``jax.sharding.Mesh`` of the replicas, with the one axis ``'replica'``."""
+        return self._mesh
+
+    @property
+    def num_replicas_in_sync(self) -> int:
+        """The number of replicas that compute each step together."""
+        return len(self._devices)
+
+    @property
+    def batch_sharding(self) -> NamedSharding:
+        """The sharding of a global batch: split on axis 0 over the replicas."""
+        return self._batch_sharding
+
+    @property
+    def replicated_sharding(self) -> NamedSharding:
+        """The sharding of a value every replica holds whole."""
+        return self._replicated
+
+    def __repr__(self) -> str:
+        devs = self._devices
+        where = str(devs[0]) if len(devs) == 1 else f"{devs[0]}..{devs[-1]}"
+        return f"{type(self).__name__}({len(devs)} device(s): {where})"
+
+    # -- contexts --------------------------------------------------------------
+
+    def scope(self) -> contextlib.AbstractContextManager[Strategy]:
+        """Makes this strategy current (cross-replica context) inside a ``with`` block.
+
+        Example:
+          >>> import phalanx
+          >>> s = phalanx.OneDeviceStrategy()
+          >>> with s.scope():
+          ...     phalanx.get_strategy() is s
+          True
+        """
+        return enter_scope(self)
+
+    def _default_replica_context(self) -> ReplicaContext:
+        return ReplicaContext(self, None)
+
+    # -- placing values ----------------------------------------------------------
+
+    def _is_batch_sharded(self, x: Any) -> bool:
+        return (
+            isinstance(x, jax.Array)
+            and x.ndim >= 1
+            and x.sharding.is_equivalent_to(self._batch_sharding, x.ndim)
+        )
+
+    def _place(self, x: Any, kind: str) -> jax.Array:
+        target = self._replicated if kind == "replicated" else self._batch_sharding
+        if isinstance(x, jax.Array) and x.sharding.is_equivalent_to(target, x.ndim):
+            return x
+        return jax.device_put(x, target)
+
+    def shard_batch(self, batch: Any) -> Any:
+        """Splits a global batch over the replicas: each leaf sharded on axis 0.
+
+        The result is what iterating a distributed dataset yields, and what
+        ``run`` splits into per-replica slices.
+
+        Args:
+          batch: a pytree of arrays whose leading axis is the global batch.
+
+        Returns:
+          The pytree with each leaf a ``jax.Array`` sharded ``P('replica')``.
+
+        Raises:
+          BatchNotDivisibleError: a leading axis does not divide by the replicas.
+        """
+        n = self.num_replicas_in_sync
+
+        def shard(x):
+            x = x if isinstance(x, jax.Array) else np.asarray(x)
+            if x.ndim == 0 or x.shape[0] % n:
+                got = "a scalar" if x.ndim == 0 else f"a batch of {x.shape[0]}"
+                raise BatchNotDivisibleError(
+                    f"A global batch must split evenly over the {n} replicas of {self!r}; "
+                    f"got {got} (shape {tuple(x.shape)}). Use a global batch size that is a "
+                    f"multiple of {n} (e.g. {max(n, (x.shape[0] // n) * n if x.ndim else n)} "
+                    "or per-replica batch x num_replicas_in_sync), or batch the dataset with "
+                    "drop_remainder=True."
+                )
+            return self._place(x, "batch")
+
+        return jax.tree.map(shard, batch)
+
+    def replicate(self, tree: Any) -> Any:
+        """Places every leaf of ``tree`` whole on every replica (``P()``)."""
+        return jax.tree.map(lambda x: self._place(x, "replicated"), tree)
+
+    # -- computing -----------------------------------------------------------------
+
+    def run(self, fn: Callable, args: tuple = (), kwargs: dict | None = None) -> Any:
+        """Runs ``fn`` once per replica, as one compiled program.
+
+        See ``phalanx.distribute._run`` for how each argument is given to the
+        replicas. ``fn`` must be traceable by ``jax.jit``.
+
+        Args:
+          fn: the per-replica computation. Inside it, ``get_replica_context()``
+            gives the replica's id and collectives.
+          args: positional arguments: pytrees of arrays, ``PerReplica``/``Mirrored``
+            values, distributed batches, Python scalars.
+          kwargs: keyword arguments, likewise.
+
+        Returns:
+          ``fn``'s output pytree: ``PerReplica`` leaves where the value varies over
+          replicas, replicated ``jax.Array`` s where it does not.
+
+        Raises:
+          RunCompilationError: ``fn`` could not be traced (Python control flow on
+            array values, conversion of traced arrays to numpy, ...).
+
+        Example:
+          >>> import jax.numpy as jnp
+          >>> import phalanx
+          >>> s = phalanx.OneDeviceStrategy()
+          >>> out = s.run(lambda x: x * 2, args=(jnp.arange(3),))
+          >>> s.experimental_local_results(out)[0].tolist()
+          [0, 2, 4]
+        """
+        if not callable(fn):
+            raise TypeError(f"strategy.run expects a callable fn, got {type(fn).__name__}.")
+        if not isinstance(args, tuple | list):
+            raise TypeError(
+                f"strategy.run takes args as a tuple, got {type(args).__name__}; "
+                "write args=(x,) for a single argument."
+            )
+        if kwargs is not None and not isinstance(kwargs, dict):
+            raise TypeError(f"strategy.run takes kwargs as a dict, got {type(kwargs).__name__}.")
+        return self._runs.run(fn, tuple(args), dict(kwargs or {}))
+
+    def _stacked(self, value: Any):
+        """Returns (pytree of [N, ...] arrays, or None if not distributed; kind)."""
+        n = self.num_replicas_in_sync
+        if isinstance(value, PerReplica):
+            return value.values, "per_replica"
+        if isinstance(value, Mirrored):
+            return value.values, "mirrored"
+        leaves = jax.tree.leaves(value)
+        if leaves and all(self._is_batch_sharded(x) for x in leaves) and n > 1:
+            return (
+                jax.tree.map(lambda x: x.reshape((n, x.shape[0] // n, *x.shape[1:])), value),
+                "per_replica",
+            )
+        return value, "plain"
+
+    def _check_axis(self, values: Any, axis: int | None, what: str, offset: int) -> None:
+        if axis is None:
+            return
+        for x in jax.tree.leaves(values):
+            rank = np.ndim(x) - offset
+            if not -rank <= axis < rank:
+                shape = tuple(np.shape(x))[offset:]
+                raise DistributedValueError(
+                    f"{what}: axis={axis} does not exist in a per-replica value of shape "
+                    f"{shape} (rank {rank}). Use an axis in {-rank}..{rank - 1}, or axis=None "
+                    "to combine the replicas element by element."
+                )
+
+    def reduce(self, reduce_op: ReduceOp | str, value: Any, axis: int | None = None) -> Any:
+        """Combines a per-replica value across replicas (and along ``axis``).
+
+        With ``axis=None`` the replicas' values are summed or averaged element by
+        element. With an ``axis``, each replica's value is also reduced along
+        that axis; ``MEAN`` then averages over every element of every replica
+        along it (the global-batch mean), as TensorFlow.
+
+        Args:
+          reduce_op: ``ReduceOp.SUM``/``MEAN`` or ``"SUM"``/``"MEAN"``.
+          value: ``PerReplica`` (from ``run``), a distributed batch, ``Mirrored``,
+            or a plain value (the same on every replica).
+          axis: an axis of each per-replica value, or None.
+
+        Returns:
+          A replicated ``jax.Array`` pytree.
+
+        Raises:
+          DistributedValueError: unknown op, missing axis, or SUM of a plain value
+            over more than one replica.
+
+        Example:
+          >>> import numpy as np
+          >>> import phalanx
+          >>> s = phalanx.OneDeviceStrategy()
+          >>> float(s.reduce("SUM", phalanx.PerReplica(np.array([[1.0, 2.0]])), axis=0))
+          3.0
+        """
+        op = ReduceOp.from_any(reduce_op)
+        stacked, kind = self._stacked(value)
+        n = self.num_replicas_in_sync
+        if kind == "plain":
+            self._check_axis(stacked, axis, "strategy.reduce", 0)
+            if op is ReduceOp.SUM and n > 1:
+                raise DistributedValueError(
+                    f"strategy.reduce(SUM, ...) got a value that is not per-replica "
+                    f"({type(value).__name__}): the same value on all {n} replicas has no "
+                    "well-defined sum (TensorFlow refuses it too). Reduce what strategy.run "
+                    "returned (a PerReplica), wrap the value in Mirrored to count each "
+                    "replica's copy, or use MEAN."
+                )
+            return jax.tree.map(lambda x: _reduce_plain(jnp.asarray(x), op, axis), stacked)
+        if kind == "mirrored":
+            self._check_axis(stacked, axis, "strategy.reduce", 0)
+            scale = n if op is ReduceOp.SUM else 1
+            return jax.tree.map(lambda x: _reduce_plain(jnp.asarray(x), op, axis) * scale, stacked)
+        self._check_axis(stacked, axis, "strategy.reduce", 1)
+        return jax.tree.map(functools.partial(self._reduce_stacked, op=op, axis=axis), stacked)
+
+    def _reduce_stacked(self, x, *, op, axis):
+        axes = (0,) if axis is None else (0, 1 + axis % (x.ndim - 1))
+        return _jit_reduce(self._replicated)(x, op, axes)
+
+    def gather(self, value: Any, axis: int) -> Any:
+        """Concatenates the replicas' values along ``axis``, in replica order.
+
+        Args:
+          value: ``PerReplica``, a distributed batch, ``Mirrored`` or a plain value.
+          axis: the axis of each per-replica value to concatenate along.
+
+        Returns:
+          A replicated ``jax.Array`` pytree (for a distributed batch and
+          ``axis=0``, the global batch).
+
+        Raises:
+          DistributedValueError: ``axis`` does not exist in the value.
+        """
+        stacked, kind = self._stacked(value)
+        n = self.num_replicas_in_sync
+        if kind in ("plain", "mirrored"):
+            self._check_axis(stacked, axis, "strategy.gather", 0)
+            return jax.tree.map(lambda x: jnp.concatenate([jnp.asarray(x)] * n, axis=axis), stacked)
+        self._check_axis(stacked, axis, "strategy.gather", 1)
+        return jax.tree.map(
+            lambda x: _jit_gather(self._replicated)(x, axis % (x.ndim - 1)), stacked
+        )
+
+    def experimental_local_results(self, value: Any) -> tuple:
+        """Returns this process's replicas' parts of ``value``, in replica order.
+
+        A ``PerReplica`` gives one pytree per local replica; a distributed batch
+        its per-replica slices; a replicated value or ``Mirrored`` one copy per
+        local replica; anything else ``(value,)``.
+        """
+        stacked, kind = self._stacked(value)
+        if kind == "plain":
+            leaves = jax.tree.leaves(stacked)
+            if leaves and all(
+                isinstance(x, jax.Array) and x.sharding.is_equivalent_to(self._replicated, x.ndim)
+                for x in leaves
+            ):
+                kind = "mirrored"
+            else:
+                return (value,)
+        local = [i for i, d in enumerate(self._devices) if d.process_index == jax.process_index()]
+        if kind == "mirrored":
+            return tuple(stacked for _ in local)
+        return tuple(jax.tree.map(lambda x, i=i: x[i], stacked) for i in local)
+
+    def experimental_distribute_values_from_function(
+        self, value_fn: Callable[[ValueContext], Any]
+    ) -> PerReplica:
+        """Builds a ``PerReplica`` by calling ``value_fn(ValueContext)`` for each replica.
+
+        Every replica's value must have the same structure and shapes (one
+        compiled program serves all replicas).
+
+        Raises:
+          DistributedValueError: the replicas' values differ in structure or shape.
+
+        Example:
+          >>> import phalanx
+          >>> s = phalanx.OneDeviceStrategy()
+          >>> v = s.experimental_distribute_values_from_function(
+          ...     lambda ctx: ctx.replica_id_in_sync_group * 10)
+          >>> s.experimental_local_results(v)[0].tolist()
+          0
+        """
+        n = self.num_replicas_in_sync
+        values = [value_fn(ValueContext(i, n)) for i in range(n)]
+        structures = {jax.tree.structure(v) for v in values}
+        shapes = {tuple(np.shape(x) for x in jax.tree.leaves(v)) for v in values}
+        if len(structures) > 1 or len(shapes) > 1:
+            raise DistributedValueError(
+                "experimental_distribute_values_from_function needs every replica's value to "
+                f"have one structure and one shape (one compiled program runs on all "
+                f"replicas); got structures {sorted(map(str, structures))} and shapes "
+                f"{sorted(shapes)}. Pad the values to one shape."
+            )
+        stacked = jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *values)
+        return PerReplica(jax.tree.map(lambda x: self._place(x, "per_replica"), stacked))
+
+    distribute_values_from_function = experimental_distribute_values_from_function
+
+
+def _reduce_plain(x: jax.Array, op: ReduceOp, axis: int | None) -> jax.Array:
+    if axis is None:
+        return x
+    return jnp.sum(x, axis=axis) if op is ReduceOp.SUM else jnp.mean(x, axis=axis)
+
+
+@functools.cache
+def _jit_reduce(out_sharding: NamedSharding):
+    def reduce(x, op, axes):
+        total = jnp.sum(x, axis=axes)
+        if op is ReduceOp.MEAN:
+            count = int(np.prod([x.shape[a] for a in axes]))
+            total = total / count
+        return total
+
+    return jax.jit(reduce, static_argnums=(1, 2), out_shardings=out_sharding)
+
+
+@functools.cache
+def _jit_gather(out_sharding: NamedSharding):
+    def gather(x, axis):
+        moved = jnp.moveaxis(x, 0, axis)  # [..., N, d_axis, ...]
+        shape = (*moved.shape[:axis], moved.shape[axis] * moved.shape[axis + 1])
+        return moved.reshape(shape + moved.shape[axis + 2 :])
+
+    return jax.jit(gather, static_argnums=(1,), out_shardings=out_sharding)

@@ -1,0 +1,95 @@
+"""Distributed values: ``PerReplica`` and ``Mirrored`` (DESIGN.md, decision 2).
+
+Both are thin pytrees over sharded ``jax.Array`` s, with no operator
+overloading:
+
+- ``PerReplica(values)``: every leaf has a leading *replica axis* of length
+  ``num_replicas_in_sync``; leaf ``[i]`` belongs to replica ``i``. On a strategy's
+  mesh the leaves are sharded ``P('replica')``, so each device holds its own.
+- ``Mirrored(values)``: every replica holds the same value. ``strategy.run``
+  returns a plain replicated ``jax.Array`` (``NamedSharding(mesh, P())``) for a
+  cross-replica result; wrap a value in ``Mirrored`` to say explicitly that it is
+  one distributed value held by every replica (so that ``reduce(SUM, ...)``
+  counts every copy, as TensorFlow does).
+
+A batch from a distributed dataset is neither: it is a global ``jax.Array``
+sharded on its batch axis, and each replica sees its slice of the batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+
+
+@jax.tree_util.register_pytree_node_class
+class PerReplica:
+    """One value per replica, stacked on a leading replica axis.
+
+    Attributes:
+      values: a pytree whose leaves have shape ``[num_replicas, ...]``.
+
+    Example:
+      >>> import numpy as np
+      >>> v = PerReplica(np.arange(4))
+      >>> v.num_replicas
+      4
+    """
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: Any):
+        self.values = values
+
+    @property
+    def num_replicas(self) -> int:
+        """The length of the leading replica axis (of the first leaf)."""
+        leaves = jax.tree.leaves(self.values)
+        return int(leaves[0].shape[0]) if leaves else 0
+
+    def tree_flatten(self):
+        return (self.values,), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        del aux
+        return cls(children[0])
+
+    def __repr__(self) -> str:
+        return f"PerReplica({self.values!r})"
+
+
+@jax.tree_util.register_pytree_node_class
+class Mirrored:
+    """One value that every replica holds, stored once as a replicated array.
+
+    Attributes:
+      values: a pytree of arrays (replicated over the strategy's mesh once passed
+        through ``strategy.run``).
+
+    Example:
+      >>> Mirrored(1.0).values
+      1.0
+    """
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: Any):
+        self.values = values
+
+    def tree_flatten(self):
+        return (self.values,), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        del aux
+        return cls(children[0])
+
+    def __repr__(self) -> str:
+        return f"Mirrored({self.values!r})"
+
+
+def is_distributed_value(x: Any) -> bool:
+    """True for ``PerReplica`` and ``Mirrored``."""
+    return isinstance(x, PerReplica | Mirrored)
