@@ -114,10 +114,16 @@ class Strategy:
     # -- placing values ----------------------------------------------------------
 
     def _is_batch_sharded(self, x: Any) -> bool:
-        return (
-            isinstance(x, jax.Array)
-            and x.ndim >= 1
-            and x.sharding.is_equivalent_to(self._batch_sharding, x.ndim)
+        if not isinstance(x, jax.Array) or x.ndim == 0:
+            return False
+        sharding = x.sharding
+        if isinstance(sharding, NamedSharding):
+            # Named: by its spec, so that on one replica (where P() and P('replica')
+            # are the same layout) a replicated value still counts as replicated.
+            spec = sharding.spec
+            return bool(spec) and spec[0] == self._axis_name and sharding.mesh == self._mesh
+        return self.num_replicas_in_sync > 1 and sharding.is_equivalent_to(
+            self._batch_sharding, x.ndim
         )
 
     def _place(self, x: Any, kind: str) -> jax.Array:
