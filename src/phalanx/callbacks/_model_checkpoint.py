@@ -1,0 +1,170 @@
+"""``ModelCheckpoint``: save the weights every epoch or every N steps."""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+from . import _process
+from ._callback import Logs
+from ._monitor import MonitorCallback
+from ._step_counter import StepCounter
+
+
+class ModelCheckpoint(MonitorCallback):
+    """Saves the model's weights with ``model.save_weights`` during ``fit``.
+
+    ``filepath`` may hold ``str.format`` fields filled from the epoch
+    (1-based, as Keras), the step (``{batch}``, 1-based, with step-based
+    saving) and the logs: ``"ckpt/weights-{epoch:02d}-{val_loss:.2f}.npz"``.
+
+    With ``save_freq="epoch"`` it saves at each epoch end. With an integer
+    ``N`` it saves whenever the total of training steps reaches or passes a
+    multiple of ``N``; with ``steps_per_execution`` the check runs once per
+    execution, so with executions of 3 steps and ``N=5`` it saves after steps
+    6, 12, 15, 21, ... (the logs are then the epoch's running averages).
+
+    With ``save_best_only`` it saves only when ``monitor`` improves on the
+    best value so far (``initial_value_threshold`` to start from), and warns
+    and saves anyway when the value is missing, as Keras does.
+
+    ``model.save_weights`` is called on every process, since gathering
+    sharded weights can need all of them; the model writes on process 0.
+    Whole-model checkpoints (optimizer state, step, input position) are not
+    written here; ``save_weights_only=False`` is refused.
+
+    Args:
+        filepath: Where to save, a path or a ``str.format`` pattern.
+        monitor: The value of the logs that ``save_best_only`` watches.
+        verbose: 1 prints a line at each save (or skipped save).
+        save_best_only: Save only when ``monitor`` improves.
+        save_weights_only: Must be ``True`` (weights only) in this release.
+        mode: ``"min"``, ``"max"``, or ``"auto"`` (inferred from the name).
+        save_freq: ``"epoch"`` or a number of training steps.
+        initial_value_threshold: The best value to beat before the first save.
+
+    Raises:
+        ValueError: ``save_freq`` is neither ``"epoch"`` nor a positive integer,
+            ``mode`` is unknown; in ``fit``, ``filepath`` names a value that
+            is not in the logs.
+        NotImplementedError: ``save_weights_only=False``.
+
+    Example:
+        >>> from phalanx.callbacks import ModelCheckpoint
+        >>> saved = []
+        >>> class Model:
+        ...     def save_weights(self, filepath):
+        ...         saved.append(filepath)
+        >>> ckpt = ModelCheckpoint("w-{epoch:02d}-{val_loss:.2f}.npz", save_best_only=True)
+        >>> ckpt.set_model(Model())
+        >>> ckpt.on_train_begin()
+        >>> for epoch, val_loss in enumerate([0.5, 0.6, 0.4]):
+        ...     ckpt.on_epoch_begin(epoch)
+        ...     ckpt.on_epoch_end(epoch, {"loss": 0.1, "val_loss": val_loss})
+        >>> saved
+        ['w-01-0.50.npz', 'w-03-0.40.npz']
+    """
+
+    def __init__(
+        self,
+        filepath: str | os.PathLike[str],
+        monitor: str = "val_loss",
+        verbose: int = 0,
+        save_best_only: bool = False,
+        save_weights_only: bool = True,
+        mode: str = "auto",
+        save_freq: str | int = "epoch",
+        initial_value_threshold: float | None = None,
+    ) -> None:
+        super().__init__(monitor, mode, initial_best=initial_value_threshold)
+        if not save_weights_only:
+            raise NotImplementedError(
+                "ModelCheckpoint(save_weights_only=False): whole-model checkpoints are not "
+                "available yet. Use save_weights_only=True (weights via model.save_weights)."
+            )
+        if save_freq != "epoch" and (
+            isinstance(save_freq, bool) or not isinstance(save_freq, int) or save_freq < 1
+        ):
+            raise ValueError(
+                "ModelCheckpoint: save_freq must be 'epoch' or a positive number of steps; "
+                f"received save_freq={save_freq!r} ({type(save_freq).__name__})."
+            )
+        self.filepath = os.fspath(filepath)
+        self.verbose = verbose
+        self.save_best_only = save_best_only
+        self.save_weights_only = True
+        self.save_freq = save_freq
+        self._steps = StepCounter()
+        self._current_epoch = 0
+
+    def on_train_begin(self, logs: Logs | None = None) -> None:
+        """Resets the step count and the best value."""
+        self._steps.reset()
+        self._warned_missing = False
+        self._direction = None
+        if self.save_best_only:
+            self._resolve_direction()
+            self._reset_best()
+
+    def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
+        """Remembers the epoch, for the file name and the step count."""
+        self._current_epoch = epoch
+        self._steps.start_epoch(epoch, self.params.get("steps"))
+
+    def on_train_batch_end(self, batch: int, logs: Logs | None = None) -> None:
+        """Saves when the steps done reach or pass a multiple of ``save_freq``."""
+        if self.save_freq == "epoch":
+            return
+        self._steps.end_execution(batch)
+        if self._steps.crossed(self.save_freq):
+            self._save(self._current_epoch, batch, logs or {})
+
+    def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
+        """Saves at the epoch end when ``save_freq="epoch"``."""
+        if self.save_freq == "epoch":
+            self._save(epoch, None, logs or {})
+
+    def _save(self, epoch: int, batch: int | None, logs: Logs) -> None:
+        filepath = self._format_path(epoch, batch, logs)
+        if self.save_best_only and not self._improved(epoch, logs, filepath):
+            return
+        if self.verbose > 0 and not self.save_best_only:
+            _process.print_msg(f"Epoch {epoch + 1}: saving model to {filepath}")
+        dirname = os.path.dirname(filepath)
+        if dirname and _process.is_chief():
+            os.makedirs(dirname, exist_ok=True)
+        self.model.save_weights(filepath)
+
+    def _improved(self, epoch: int, logs: Logs, filepath: str) -> bool:
+        if self._direction is None:  # used without on_train_begin
+            self._resolve_direction()
+            self._reset_best()
+        current = self._monitor_value(logs)
+        if current is None:
+            return True  # Keras saves when it cannot compare
+        best = "inf" if math.isinf(self.best) else f"{self.best:.5f}"
+        if self._is_improvement(current, self.best):
+            if self.verbose > 0:
+                _process.print_msg(
+                    f"Epoch {epoch + 1}: {self.monitor} improved from {best} to "
+                    f"{current:.5f}, saving model to {filepath}"
+                )
+            self.best = current
+            return True
+        if self.verbose > 0:
+            _process.print_msg(f"Epoch {epoch + 1}: {self.monitor} did not improve from {best}")
+        return False
+
+    def _format_path(self, epoch: int, batch: int | None, logs: Logs) -> str:
+        fields: dict[str, Any] = dict(logs)
+        fields["epoch"] = epoch + 1
+        if batch is not None and "batch" not in logs:
+            fields["batch"] = batch + 1
+        try:
+            return self.filepath.format(**fields)
+        except KeyError as error:
+            raise ValueError(
+                f"ModelCheckpoint: filepath {self.filepath!r} names {error}, which is not in the "
+                f"logs. Available: {', '.join(sorted(fields))}."
+            ) from None

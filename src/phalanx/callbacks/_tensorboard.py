@@ -1,0 +1,216 @@
+"""``TensorBoard``: scalars (and weight histograms) as TensorBoard event files."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import numpy as np
+
+from . import _process
+from ._callback import Callback, Logs
+from ._learning_rate import try_learning_rate
+from ._step_counter import StepCounter
+
+
+def _check_update_freq(update_freq: Any) -> str | int:
+    if update_freq == "batch":
+        return 1
+    if update_freq == "epoch":
+        return "epoch"
+    if isinstance(update_freq, int) and not isinstance(update_freq, bool) and update_freq >= 1:
+        return update_freq
+    raise ValueError(
+        "TensorBoard: update_freq must be 'epoch', 'batch' or a positive number of steps; "
+        f"received update_freq={update_freq!r} ({type(update_freq).__name__})."
+    )
+
+
+def _refuse(name: str, value: Any, default: Any) -> None:
+    if value != default:
+        raise NotImplementedError(
+            f"TensorBoard({name}={value!r}) is not supported by phalanx yet; "
+            f"leave {name}={default!r} (scalars and histogram_freq are written)."
+        )
+
+
+class TensorBoard(Callback):
+    """Writes the logs as TensorBoard scalars, in Keras's layout, on process 0.
+
+    Event files go to ``log_dir/train`` and ``log_dir/validation``, written
+    with tensorboardX and closed when training ends. At each epoch end
+    (step = the 0-based epoch):
+
+    - ``train``: ``epoch_<name>`` for every training value (``epoch_loss``,
+      ``epoch_accuracy``, ...), ``epoch_learning_rate`` when the optimizer
+      has a float learning rate, and ``epoch_steps_per_second`` when asked;
+    - ``validation``: ``epoch_<name>`` for every ``val_<name>``.
+
+    With an integer ``update_freq=N``, ``batch_<name>`` scalars (the running
+    epoch averages) go to ``train`` whenever the total of training steps
+    reaches or passes a multiple of ``N``, at step = that total; with
+    ``steps_per_execution`` this is checked once per execution. After each
+    validation or ``evaluate`` run, ``evaluation_<name>_vs_iterations``
+    goes to ``validation`` at step = training steps done.
+
+    Args:
+        log_dir: The directory of the event files.
+        histogram_freq: Every this many epochs, write a histogram of each
+            weight array (``weights/<index>``); 0 never.
+        write_graph: Accepted for Keras compatibility; no graph is written.
+        write_images: Must be ``False``.
+        write_steps_per_second: Also write ``epoch_steps_per_second`` (and
+            ``batch_steps_per_second`` with an integer ``update_freq``).
+        update_freq: ``"epoch"``, ``"batch"`` (every step) or N steps.
+        profile_batch: Must be 0 (use ``jax.profiler`` to profile).
+        embeddings_freq: Must be 0.
+        embeddings_metadata: Must be ``None``.
+
+    Raises:
+        ValueError: ``update_freq`` is not ``"epoch"``, ``"batch"`` or a positive int.
+        NotImplementedError: an option phalanx does not write is set.
+
+    Example:
+        >>> import tempfile
+        >>> from phalanx.callbacks import TensorBoard
+        >>> board = TensorBoard(log_dir=tempfile.mkdtemp(), update_freq=100)
+    """
+
+    def __init__(
+        self,
+        log_dir: str | os.PathLike[str] = "logs",
+        histogram_freq: int = 0,
+        write_graph: bool = True,
+        write_images: bool = False,
+        write_steps_per_second: bool = False,
+        update_freq: str | int = "epoch",
+        profile_batch: int = 0,
+        embeddings_freq: int = 0,
+        embeddings_metadata: Any = None,
+    ) -> None:
+        super().__init__()
+        _refuse("write_images", write_images, False)
+        _refuse("profile_batch", profile_batch, 0)
+        _refuse("embeddings_freq", embeddings_freq, 0)
+        _refuse("embeddings_metadata", embeddings_metadata, None)
+        if (
+            isinstance(histogram_freq, bool)
+            or not isinstance(histogram_freq, int)
+            or histogram_freq < 0
+        ):
+            raise ValueError(
+                f"TensorBoard: histogram_freq must be an integer >= 0 (epochs); received {histogram_freq!r}."
+            )
+        self.log_dir = os.fspath(log_dir)
+        self.histogram_freq = histogram_freq
+        self.write_graph = write_graph
+        self.write_steps_per_second = write_steps_per_second
+        self.update_freq = _check_update_freq(update_freq)
+        self._train_dir = os.path.join(self.log_dir, "train")
+        self._val_dir = os.path.join(self.log_dir, "validation")
+        self._writers: dict[str, Any] = {}
+        self._steps = StepCounter()
+        self._in_fit = False
+        self._epoch_start_time = 0.0
+        self._batch_start_time = 0.0
+        self._epoch_start_step = 0
+
+    # Writers, created on process 0 at first use.
+
+    def _writer(self, name: str) -> Any:
+        if name not in self._writers:
+            from tensorboardX import SummaryWriter
+
+            self._writers[name] = SummaryWriter(
+                self._train_dir if name == "train" else self._val_dir
+            )
+        return self._writers[name]
+
+    def _scalars(
+        self, name: str, values: Logs, step: int, prefix: str = "", suffix: str = ""
+    ) -> None:
+        if not values or not _process.is_chief():
+            return
+        writer = self._writer(name)
+        for key, value in values.items():
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                continue  # not a scalar: nothing to plot
+            writer.add_scalar(f"{prefix}{key}{suffix}", number, global_step=step)
+
+    def _close_writers(self) -> None:
+        for writer in self._writers.values():
+            writer.close()
+        self._writers = {}
+
+    # Hooks.
+
+    def on_train_begin(self, logs: Logs | None = None) -> None:
+        """Starts counting training steps."""
+        self._in_fit = True
+        self._steps.reset()
+
+    def on_train_end(self, logs: Logs | None = None) -> None:
+        """Closes the event files."""
+        self._in_fit = False
+        self._close_writers()
+
+    def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
+        """Notes the epoch's first step and start time."""
+        self._steps.start_epoch(epoch, self.params.get("steps"))
+        self._epoch_start_step = self._steps.total
+        self._epoch_start_time = time.monotonic()
+
+    def on_train_batch_begin(self, batch: int, logs: Logs | None = None) -> None:
+        """Notes when the execution started (for steps per second)."""
+        self._batch_start_time = time.monotonic()
+
+    def on_train_batch_end(self, batch: int, logs: Logs | None = None) -> None:
+        """Writes ``batch_<name>`` when the steps pass a multiple of ``update_freq``."""
+        previous = self._steps.total
+        total = self._steps.end_execution(batch)
+        if self.update_freq == "epoch" or not self._steps.crossed(self.update_freq):
+            return
+        values = dict(logs or {})
+        if self.write_steps_per_second:
+            elapsed = max(time.monotonic() - self._batch_start_time, 1e-9)
+            values["steps_per_second"] = (total - previous) / elapsed
+        self._scalars("train", values, total, prefix="batch_")
+
+    def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
+        """Writes the ``epoch_<name>`` scalars (and histograms when due)."""
+        logs = logs or {}
+        train = {k: v for k, v in logs.items() if not k.startswith("val_")}
+        val = {k.removeprefix("val_"): v for k, v in logs.items() if k.startswith("val_")}
+        lr = try_learning_rate(self.model)
+        if lr is not None:
+            train["learning_rate"] = lr
+        if self.write_steps_per_second:
+            elapsed = max(time.monotonic() - self._epoch_start_time, 1e-9)
+            train["steps_per_second"] = (self._steps.total - self._epoch_start_step) / elapsed
+        self._scalars("train", train, epoch, prefix="epoch_")
+        self._scalars("validation", val, epoch, prefix="epoch_")
+        if self.histogram_freq and epoch % self.histogram_freq == 0:
+            self._histograms(epoch)
+
+    def on_test_end(self, logs: Logs | None = None) -> None:
+        """Writes ``evaluation_<name>_vs_iterations`` at the training steps done."""
+        self._scalars(
+            "validation",
+            logs or {},
+            self._steps.total,
+            prefix="evaluation_",
+            suffix="_vs_iterations",
+        )
+        if not self._in_fit:
+            self._close_writers()
+
+    def _histograms(self, epoch: int) -> None:
+        weights = self.model.get_weights()  # on every process: gathering may need them all
+        if not _process.is_chief():
+            return
+        writer = self._writer("train")
+        for i, weight in enumerate(weights):
+            writer.add_histogram(f"weights/{i}", np.asarray(weight), global_step=epoch)
