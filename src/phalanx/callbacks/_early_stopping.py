@@ -94,12 +94,12 @@ class EarlyStopping(MonitorCallback):
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
         """Updates the best value and the wait counter; sets ``model.stop_training``."""
-        if self._direction is None:
-            self._resolve_direction()
-            self._reset_best()
         current = self._monitor_value(logs)
         if current is None or epoch < self.start_from_epoch:
             return
+        if self._direction is None:
+            self._resolve_direction()
+            self._reset_best()
         self.wait += 1
         improved = self._is_improvement(current, self.best)
         if self.restore_best_weights and (improved or self.best_weights is None):
