@@ -35,3 +35,31 @@ class RunCompilationError(PhalanxError, TypeError):
 
 class DistributedValueError(PhalanxError, ValueError):
     """A value given to ``reduce``/``gather`` is not of the kind or shape expected."""
+
+
+class ClusterConfigError(PhalanxError, ValueError):
+    """A cluster description (TF_CONFIG, SLURM, Kubernetes, TPU or PHALANX_* variables) is invalid."""
+
+
+class UnsupportedClusterError(ClusterConfigError):
+    """A cluster that this runtime cannot join (evaluator/ps tasks, a remote TPU node)."""
+
+
+class InitializationError(PhalanxError, RuntimeError):
+    """``phalanx.cluster.initialize()`` could not bring the processes together."""
+
+
+class CoordinatorUnreachableError(InitializationError):
+    """Nobody listens at the coordinator address (process 0 is not up, or the address is wrong)."""
+
+
+class ProcessesMissingError(InitializationError):
+    """Some processes never arrived at the coordinator before the deadline."""
+
+
+class ClusterMismatchError(InitializationError):
+    """Processes disagree about the cluster, or it was already initialized differently."""
+
+
+class BackendAlreadyStartedError(InitializationError):
+    """``initialize()`` came after JAX started its backends in this process."""
