@@ -35,7 +35,7 @@ Env = Mapping[str, str]
 def _env_present(env: Env) -> bool:
     if env.get(PROCESS_ID_ENV, "").strip():
         return True  # a Kubernetes pod may set the other PHALANX_* variables without an id
-    return EnvClusterResolver.is_present(env) and not _kubernetes_present(env)
+    return EnvClusterResolver.is_present(env) and not KubernetesClusterResolver.is_present(env)
 
 
 def _kubernetes_present(env: Env) -> bool:
