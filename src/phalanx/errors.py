@@ -63,3 +63,19 @@ class ClusterMismatchError(InitializationError):
 
 class BackendAlreadyStartedError(InitializationError):
     """``initialize()`` came after JAX started its backends in this process."""
+
+
+class DataLossError(PhalanxError, OSError):
+    """A record file is damaged (TensorFlow's ``DataLossError``): the message names the file and offset."""
+
+
+class CorruptRecordError(DataLossError):
+    """A TFRecord's length or data does not match its CRC-32C checksum."""
+
+
+class TruncatedRecordError(DataLossError):
+    """A record file ends in the middle of a record (every complete record before it was read)."""
+
+
+class ExampleParseError(PhalanxError, ValueError):
+    """A serialized ``tf.train.Example`` is malformed or does not match the feature specs."""

@@ -1,0 +1,156 @@
+"""``phalanx records``: look inside TFRecord files and check their CRCs."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import struct
+from typing import Any
+
+import numpy as np
+
+from ..data._example import Example
+from ..data._tfrecord_io import TFRecordReader, masked_crc32c
+from ..errors import DataLossError, ExampleParseError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Adds ``records inspect`` and ``records verify`` to the ``phalanx`` command."""
+    p = sub.add_parser("records", help="inspect or verify TFRecord files")
+    records = p.add_subparsers(dest="records_command", metavar="ACTION")
+    p.set_defaults(handler=lambda args: _usage(p))
+
+    ins = records.add_parser(
+        "inspect", help="count records, guess the compression, show the first records"
+    )
+    ins.add_argument("file")
+    ins.add_argument("--limit", type=int, default=3, metavar="N", help="records to show (3)")
+    ins.add_argument("--compression", default=None, help="GZIP, ZLIB or NONE (default: guess)")
+    ins.set_defaults(handler=run_inspect)
+
+    ver = records.add_parser("verify", help="check every record's CRCs; exit 1 on damage")
+    ver.add_argument("files", nargs="+", metavar="FILE")
+    ver.add_argument("--compression", default=None, help="GZIP, ZLIB or NONE (default: guess)")
+    ver.set_defaults(handler=run_verify)
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def guess_compression(path: str) -> str | None:
+    """Returns ``""``, ``"GZIP"`` or ``"ZLIB"`` from a file's first bytes; None if not a TFRecord."""
+    with open(path, "rb") as f:
+        head = f.read(12)
+    if not head:
+        return ""
+    if len(head) == 12:
+        (crc,) = struct.unpack_from("<I", head, 8)
+        if masked_crc32c(head[:8]) == crc:
+            return ""
+    if head[:2] == b"\x1f\x8b":
+        return "GZIP"
+    if len(head) >= 2 and head[0] & 0x0F == 8 and (head[0] << 8 | head[1]) % 31 == 0:
+        return "ZLIB"
+    return None
+
+
+def _compression_for(path: str, given: str | None) -> str | None:
+    if given is not None:
+        return "" if given.upper() == "NONE" else given
+    return guess_compression(path)
+
+
+def _describe_value(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        kind = "float" if value.dtype == np.float32 else "int64"
+        shown = ", ".join(f"{v:.6g}" if kind == "float" else str(v) for v in value[:6].tolist())
+    else:
+        kind = "bytes"
+        shown = ", ".join(repr(v[:32]) for v in value[:3])
+    more = ", ..." if len(value) > (6 if kind != "bytes" else 3) else ""
+    return f"{kind}[{len(value)}] [{shown}{more}]"
+
+
+def _describe_record(data: bytes) -> list[str]:
+    try:
+        example = Example.FromString(data)
+        features = example.features.feature if example.features is not None else {}
+    except (ExampleParseError, UnicodeDecodeError):
+        features = {}
+    if not features:
+        return [
+            f"  {len(data)} bytes, not an Example: {data[:24].hex()}{'...' if len(data) > 24 else ''}"
+        ]
+    width = max(len(k) for k in features)
+    lines = [f"  tf.train.Example, {len(data)} bytes, {len(features)} features:"]
+    for name, feature in features.items():
+        value = feature.value
+        desc = _describe_value(value) if feature.kind is not None else "(empty)"
+        lines.append(f"    {name:<{width}}  {desc}")
+    return lines
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    """Prints the count, the compression and the first ``--limit`` records of one file."""
+    path = args.file
+    if not os.path.isfile(path):
+        print(f"phalanx records: no such file: {path}")
+        return 2
+    compression = _compression_for(path, args.compression)
+    if compression is None:
+        print(f"{path}: not a TFRecord file (no valid record header, not GZIP or ZLIB).")
+        return 1
+    reader = TFRecordReader(path, compression, skip_corrupt=True)
+    count = 0
+    shown: list[str] = []
+    for data in reader:
+        if count < args.limit:
+            shown.append(f"record {count}:")
+            shown.extend(_describe_record(data))
+        count += 1
+    print(f"file:        {path} ({os.path.getsize(path):,} bytes)")
+    print(f"compression: {compression or 'NONE'}")
+    print(
+        f"records:     {count}" + (f" (+{reader.corrupt_count} damaged)" if reader.damaged else "")
+    )
+    for line in shown:
+        print(line)
+    _print_damage(reader)
+    return 1 if reader.damaged else 0
+
+
+def _print_damage(reader: TFRecordReader) -> None:
+    for index, offset, what in reader.damaged:
+        print(f"  damaged: record {index} at byte offset {offset} ({what})")
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    """Checks every record of every file; returns 1 if any file is damaged or unreadable."""
+    status = 0
+    for path in args.files:
+        if not os.path.isfile(path):
+            print(f"MISSING  {path}")
+            status = 1
+            continue
+        compression = _compression_for(path, args.compression)
+        if compression is None:
+            print(f"DAMAGED  {path}: not a TFRecord file (no valid header, not GZIP or ZLIB)")
+            status = 1
+            continue
+        reader = TFRecordReader(path, compression, skip_corrupt=True)
+        try:
+            count = sum(1 for _ in reader)
+        except DataLossError as e:
+            print(f"DAMAGED  {path}: {e}")
+            status = 1
+            continue
+        label = compression or "NONE"
+        if reader.damaged:
+            status = 1
+            print(f"DAMAGED  {path}: {count} good records, {len(reader.damaged)} damaged ({label})")
+            _print_damage(reader)
+        else:
+            print(f"OK       {path}: {count} records ({label})")
+    return status
