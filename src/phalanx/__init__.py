@@ -8,13 +8,17 @@ releases) on many machines. The public names mirror TensorFlow's
 from . import cluster as cluster
 from . import distribute as distribute
 from . import errors as errors
+from .distribute import InputContext as InputContext
+from .distribute import InputOptions as InputOptions
 from .distribute import Mirrored as Mirrored
 from .distribute import MirroredStrategy as MirroredStrategy
+from .distribute import MultiWorkerMirroredStrategy as MultiWorkerMirroredStrategy
 from .distribute import OneDeviceStrategy as OneDeviceStrategy
 from .distribute import PerReplica as PerReplica
 from .distribute import ReduceOp as ReduceOp
 from .distribute import ReplicaContext as ReplicaContext
 from .distribute import Strategy as Strategy
+from .distribute import TPUStrategy as TPUStrategy
 from .distribute import ValueContext as ValueContext
 from .distribute import compute_average_loss as compute_average_loss
 from .distribute import device as device
@@ -26,13 +30,17 @@ from .distribute import in_cross_replica_context as in_cross_replica_context
 __version__ = "0.1.0"
 
 __all__ = [
+    "InputContext",
+    "InputOptions",
     "Mirrored",
     "MirroredStrategy",
+    "MultiWorkerMirroredStrategy",
     "OneDeviceStrategy",
     "PerReplica",
     "ReduceOp",
     "ReplicaContext",
     "Strategy",
+    "TPUStrategy",
     "ValueContext",
     "cluster",
     "compute_average_loss",

@@ -9,10 +9,21 @@ import phalanx
 def _make(kind: str, n: int) -> phalanx.Strategy:
     if kind == "one_device":
         return phalanx.OneDeviceStrategy(jax.devices()[0])
+    if kind == "multi_worker":
+        return phalanx.MultiWorkerMirroredStrategy()
+    if kind == "tpu_sim":
+        return phalanx.TPUStrategy(experimental_simulate_on_cpu=True)
     return phalanx.MirroredStrategy(jax.devices()[:n])
 
 
-STRATEGY_PARAMS = [("one_device", 1), ("mirrored", 1), ("mirrored", 2), ("mirrored", 8)]
+STRATEGY_PARAMS = [
+    ("one_device", 1),
+    ("mirrored", 1),
+    ("mirrored", 2),
+    ("mirrored", 8),
+    ("multi_worker", 8),
+    ("tpu_sim", 8),
+]
 
 
 @pytest.fixture(params=STRATEGY_PARAMS, ids=[f"{k}-{n}" for k, n in STRATEGY_PARAMS])

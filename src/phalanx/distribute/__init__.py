@@ -6,17 +6,35 @@ from ._context import has_strategy as has_strategy
 from ._context import in_cross_replica_context as in_cross_replica_context
 from ._devices import device as device
 from ._devices import resolve_device as resolve_device
+from ._input import DistributedDataset as DistributedDataset
+from ._input import DistributedIterator as DistributedIterator
+from ._input import InputContext as InputContext
+from ._input import InputOptions as InputOptions
+from ._input import InputReplicationMode as InputReplicationMode
 from ._loss import compute_average_loss as compute_average_loss
 from ._mirrored import MirroredStrategy as MirroredStrategy
+from ._multi_worker import CommunicationImplementation as CommunicationImplementation
+from ._multi_worker import CommunicationOptions as CommunicationOptions
+from ._multi_worker import MultiWorkerMirroredStrategy as MultiWorkerMirroredStrategy
 from ._one_device import OneDeviceStrategy as OneDeviceStrategy
 from ._reduce_op import ReduceOp as ReduceOp
 from ._replica_context import ReplicaContext as ReplicaContext
 from ._strategy import Strategy as Strategy
 from ._strategy import ValueContext as ValueContext
+from ._tpu import TPUStrategy as TPUStrategy
 from ._values import Mirrored as Mirrored
 from ._values import PerReplica as PerReplica
 
 __all__ = [
+    "CommunicationImplementation",
+    "CommunicationOptions",
+    "MultiWorkerMirroredStrategy",
+    "TPUStrategy",
+    "DistributedDataset",
+    "DistributedIterator",
+    "InputContext",
+    "InputOptions",
+    "InputReplicationMode",
     "Mirrored",
     "MirroredStrategy",
     "OneDeviceStrategy",

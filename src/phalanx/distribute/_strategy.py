@@ -21,7 +21,9 @@ from jax.sharding import AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ..errors import BatchNotDivisibleError, DistributedValueError
+from . import _input
 from ._context import enter_scope
+from ._input import DistributedDataset, InputContext, InputOptions
 from ._reduce_op import ReduceOp
 from ._replica_context import ReplicaContext
 from ._run import RunCache
@@ -61,6 +63,11 @@ class Strategy:
         self._batch_sharding = NamedSharding(self._mesh, P(REPLICA_AXIS))
         self._replicated = NamedSharding(self._mesh, P())
         self._runs = RunCache(self)
+        processes = sorted({d.process_index for d in self._devices})
+        self._num_processes = len(processes)
+        me = jax.process_index()
+        self._process_id = processes.index(me) if me in processes else 0
+        self._local_replicas = sum(d.process_index == me for d in self._devices)
 
     # -- what the strategy is ------------------------------------------------
 
@@ -162,7 +169,67 @@ class Strategy:
                 )
             return self._place(x, "batch")
 
+        leaves = jax.tree.leaves(batch)
+        if leaves and np.ndim(leaves[0]):
+            self._check_batch(int(np.shape(leaves[0])[0]))
         return jax.tree.map(shard, batch)
+
+    def _check_batch(self, global_batch: int) -> None:
+        """A hook for kinds with advice about batch sizes (TPUStrategy)."""
+
+    def _global_batch(self, local: Any) -> Any:
+        """Builds global batch arrays from this process's share (its rows of each batch)."""
+        leaves = jax.tree.leaves(local)
+        if leaves:
+            self._check_batch(int(np.shape(leaves[0])[0]) * self._num_processes)
+        if self._num_processes == 1:
+            return jax.device_put(local, self._batch_sharding)
+        return jax.tree.map(
+            lambda a: jax.make_array_from_process_local_data(self._batch_sharding, a), local
+        )
+
+    # -- distributed input -------------------------------------------------------
+
+    def experimental_distribute_dataset(
+        self, dataset: Any, options: InputOptions | None = None
+    ) -> DistributedDataset:
+        """Distributes a dataset of global batches over the replicas.
+
+        Iterating the result yields each global batch as ``jax.Array`` s sharded
+        on the batch axis (each replica holds its slice), ready for ``run``.
+        With several processes, each reads only its share (auto-shard policy).
+
+        Args:
+          dataset: a ``phalanx.data.Dataset`` (or iterable) of global batches.
+          options: ``InputOptions``.
+
+        Raises:
+          BatchNotDivisibleError: a batch does not split over the replicas.
+
+        Example:
+          >>> import numpy as np, phalanx
+          >>> s = phalanx.OneDeviceStrategy()
+          >>> ds = phalanx.data.Dataset.from_tensor_slices(np.arange(4.0)).batch(2)
+          >>> [b.shape for b in s.experimental_distribute_dataset(ds)]
+          [(2,), (2,)]
+        """
+        return _input.distribute_dataset(self, dataset, options)
+
+    distribute_dataset = experimental_distribute_dataset
+
+    def distribute_datasets_from_function(
+        self, dataset_fn: Callable[[InputContext], Any], options: InputOptions | None = None
+    ) -> DistributedDataset:
+        """Calls ``dataset_fn(InputContext)`` once per input pipeline (process).
+
+        ``dataset_fn`` returns this process's dataset, batched to its share of
+        the global batch (``ctx.get_per_replica_batch_size(global) * local
+        replicas``), and usually sharded with
+        ``dataset.shard(ctx.num_input_pipelines, ctx.input_pipeline_id)``.
+        """
+        return _input.distribute_datasets_from_function(self, dataset_fn, options)
+
+    experimental_distribute_datasets_from_function = distribute_datasets_from_function
 
     def replicate(self, tree: Any) -> Any:
         """Places every leaf of ``tree`` whole on every replica (``P()``)."""

@@ -1,0 +1,384 @@
+"""Distributed input: datasets whose batches arrive as global arrays split over replicas.
+
+``strategy.experimental_distribute_dataset(dataset)`` takes a dataset of
+*global* batches; ``strategy.distribute_datasets_from_function(fn)`` calls
+``fn(InputContext)`` once per input pipeline (one per process) for a dataset
+of that process's share of each global batch. Either way, iterating yields
+global ``jax.Array`` s sharded on the batch axis over the replicas
+(``strategy.batch_sharding``), built from each process's part with
+``jax.make_array_from_process_local_data``: usable directly as ``strategy.run``
+arguments.
+
+With more than one process, ``experimental_distribute_dataset`` gives each
+process only its share with the dataset's auto-shard policy
+(``phalanx.data.auto_shard``: FILE, DATA, OFF, or AUTO choosing between FILE
+and DATA), and says once in the log which policy it used and why.
+
+Host-to-device copies run ahead in a bounded background thread
+(``InputOptions.experimental_per_replica_buffer_size`` batches), so the next
+batch is on the devices while the current step runs. The iterator's
+``get_state()`` is the position of the batches *consumed*, not of those read
+ahead, so a checkpoint resumes exactly.
+
+The last, partial global batch follows ``InputOptions.partial_batch``:
+
+- ``"error"`` (default): raise, with the numbers and the fixes, before any
+  compiled step sees it;
+- ``"drop"``: skip it;
+- ``"pad"``: pad every batch to the full global batch and yield
+  ``(batch, mask)`` pairs, ``mask`` a float32 ``[global_batch]`` array that is
+  0 on padding, so every example counts exactly once downstream (multiply
+  per-example losses and metric weights by it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import jax
+import numpy as np
+
+from ..errors import BatchNotDivisibleError
+
+if TYPE_CHECKING:
+    from ._strategy import Strategy
+
+log = logging.getLogger("phalanx")
+
+_PARTIAL = ("error", "drop", "pad")
+_DEADLINE_S = 600.0
+
+
+class InputReplicationMode(enum.Enum):
+    """How input pipelines map to replicas; ``PER_WORKER``: one pipeline per process."""
+
+    PER_WORKER = "PER_WORKER"
+    PER_REPLICA = "PER_REPLICA"
+
+
+@dataclasses.dataclass(frozen=True)
+class InputOptions:
+    """Options of distributed input (``tf.distribute.InputOptions``).
+
+    Attributes:
+      experimental_fetch_to_device: copy batches to the devices ahead of use
+        (True), or yield host numpy batches (False).
+      experimental_replication_mode: ``PER_WORKER`` (one pipeline per process).
+        ``PER_REPLICA`` is not supported: one pipeline feeds all of a process's
+        devices.
+      experimental_place_dataset_on_device: not supported (must be False).
+      experimental_per_replica_buffer_size: the number of batches the
+        background thread copies ahead (>= 1).
+      partial_batch: what to do with a last batch smaller than the global
+        batch: ``"error"``, ``"drop"`` or ``"pad"`` (see the module docstring).
+    """
+
+    experimental_fetch_to_device: bool = True
+    experimental_replication_mode: InputReplicationMode = InputReplicationMode.PER_WORKER
+    experimental_place_dataset_on_device: bool = False
+    experimental_per_replica_buffer_size: int = 1
+    partial_batch: str = "error"
+
+    def __post_init__(self):
+        if self.experimental_replication_mode is not InputReplicationMode.PER_WORKER:
+            raise ValueError(
+                "InputOptions(experimental_replication_mode=PER_REPLICA) is not supported: "
+                "phalanx runs one input pipeline per process. Use PER_WORKER."
+            )
+        if self.experimental_place_dataset_on_device:
+            raise ValueError(
+                "experimental_place_dataset_on_device=True is not supported; batches are "
+                "copied ahead by a background thread (experimental_fetch_to_device=True)."
+            )
+        size = self.experimental_per_replica_buffer_size
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"experimental_per_replica_buffer_size must be >= 1, got {size!r}.")
+        if self.partial_batch not in _PARTIAL:
+            raise ValueError(
+                f"partial_batch must be one of {_PARTIAL}, got {self.partial_batch!r}."
+            )
+
+
+@dataclasses.dataclass(frozen=True)
+class InputContext:
+    """What ``dataset_fn`` of ``distribute_datasets_from_function`` is told.
+
+    Attributes:
+      num_input_pipelines: the number of input pipelines (processes).
+      input_pipeline_id: this pipeline's index, ``0 .. num_input_pipelines - 1``.
+      num_replicas_in_sync: the number of replicas over all pipelines.
+
+    Example:
+      >>> InputContext(2, 0, 8).get_per_replica_batch_size(64)
+      8
+    """
+
+    num_input_pipelines: int = 1
+    input_pipeline_id: int = 0
+    num_replicas_in_sync: int = 1
+
+    def get_per_replica_batch_size(self, global_batch_size: int) -> int:
+        """The batch each replica takes from a global batch.
+
+        Raises:
+          BatchNotDivisibleError: ``global_batch_size`` does not split evenly.
+        """
+        n = self.num_replicas_in_sync
+        if global_batch_size % n:
+            raise BatchNotDivisibleError(
+                f"The global batch size ({global_batch_size}) must be divisible by "
+                f"num_replicas_in_sync ({n}). The nearest valid sizes are "
+                f"{max(n, global_batch_size // n * n)} and {(global_batch_size // n + 1) * n}."
+            )
+        return global_batch_size // n
+
+
+class DistributedDataset:
+    """A dataset whose iterators yield global batches sharded over the replicas.
+
+    Iterate it (``for batch in dist_dataset``) or call ``iter`` for a
+    ``DistributedIterator`` with ``get_next``, ``get_state``/``set_state``.
+    """
+
+    def __init__(
+        self,
+        strategy: Strategy,
+        local_dataset: Any,
+        options: InputOptions,
+        *,
+        per_process_batch: int | None,
+    ):
+        self._strategy = strategy
+        self._dataset = local_dataset
+        self._options = options
+        self._per_process_batch = per_process_batch
+
+    @property
+    def element_spec(self) -> Any:
+        """The element spec of this process's dataset (its batches, before sharding)."""
+        return self._dataset.element_spec
+
+    @property
+    def _dataset_for_fit(self) -> Any:
+        # fit pads and masks partial batches itself, so it reads the local dataset.
+        return self._dataset
+
+    def cardinality(self) -> int:
+        """The number of batches per pass (the dataset's cardinality)."""
+        return self._dataset.cardinality()
+
+    def __iter__(self) -> DistributedIterator:
+        return DistributedIterator(
+            self._strategy, iter(self._dataset), self._options, self._per_process_batch
+        )
+
+
+class DistributedIterator:
+    """Yields global sharded batches; copies run ahead in a bounded background thread."""
+
+    def __init__(
+        self,
+        strategy: Strategy,
+        local_iterator: Any,
+        options: InputOptions,
+        per_process_batch: int | None,
+    ):
+        self._strategy = strategy
+        self._it = local_iterator
+        self._options = options
+        self._batch = per_process_batch
+        self._state = _get_state(local_iterator)
+        self._queue: queue.Queue | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._done = False
+
+    def __iter__(self) -> DistributedIterator:
+        return self
+
+    def get_next(self) -> Any:
+        """Returns the next global batch; raises ``StopIteration`` at the end."""
+        return next(self)
+
+    def __next__(self) -> Any:
+        if self._done:
+            raise StopIteration
+        if not self._options.experimental_fetch_to_device:
+            item = self._produce()
+        else:
+            self._start()
+            try:
+                item = self._queue.get(timeout=_DEADLINE_S)
+            except queue.Empty:
+                raise TimeoutError(
+                    f"No input batch arrived within {_DEADLINE_S:.0f} s: the input pipeline is "
+                    "stuck (a generator that blocks, or a file system that does not answer)."
+                ) from None
+        kind, value, state = item
+        if kind == "end":
+            self._done = True
+            raise StopIteration
+        if kind == "error":
+            self._done = True
+            raise value
+        self._state = state
+        return value
+
+    def _start(self) -> None:
+        if self._thread is None:
+            self._queue = queue.Queue(maxsize=self._options.experimental_per_replica_buffer_size)
+            self._thread = threading.Thread(target=self._run, name="phalanx-input", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            item = self._produce()
+            while not self._stop.is_set():
+                try:
+                    self._queue.put(item, timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
+            if item[0] != "value":
+                return
+
+    def _produce(self) -> tuple:
+        """One ``(kind, value, state after it)`` triple from the local pipeline."""
+        try:
+            while True:
+                element = next(self._it)
+                batch = self._convert(element)
+                if batch is not None:
+                    return ("value", batch, _get_state(self._it))
+        except StopIteration:
+            return ("end", None, None)
+        except Exception as e:  # re-raised in the consumer
+            return ("error", e, None)
+
+    def _convert(self, element: Any) -> Any:
+        host = jax.tree.map(np.asarray, element)
+        sizes = {a.shape[0] if a.ndim else -1 for a in jax.tree.leaves(host)}
+        if len(sizes) != 1 or -1 in sizes:
+            raise ValueError(
+                "A distributed dataset's elements must be batches: every array with the same "
+                f"leading (batch) dimension; got leading dimensions {sorted(sizes)}. Batch "
+                "the dataset with .batch(global_batch_size)."
+            )
+        size = sizes.pop()
+        if self._batch is None:
+            self._batch = size
+        policy = self._options.partial_batch
+        if size != self._batch:
+            if policy == "drop":
+                return None
+            if policy == "error":
+                raise BatchNotDivisibleError(_partial_message(self._strategy, size, self._batch))
+        _check_divisible(self._strategy, self._batch)
+        if policy == "pad":
+            mask = np.zeros(self._batch, np.float32)
+            mask[:size] = 1.0
+            host = (jax.tree.map(lambda a: _pad(a, self._batch), host), mask)
+        if not self._options.experimental_fetch_to_device:
+            return host
+        return self._strategy._global_batch(host)
+
+    def get_state(self) -> dict:
+        """The position after the last batch returned (JSON-serializable)."""
+        if self._state is None:
+            raise TypeError("This dataset's iterator is not checkpointable (it has no get_state).")
+        return self._state
+
+    def set_state(self, state: dict) -> None:
+        """Resumes after the batch at which ``state`` was taken."""
+        self.close()
+        self._it.set_state(state)
+        self._state = state
+        self._stop = threading.Event()
+        self._queue = None
+        self._thread = None
+        self._done = False
+
+    def close(self) -> None:
+        """Stops the background thread (it also stops when the iterator is dropped)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+
+    def __del__(self):
+        self._stop.set()
+
+
+def _get_state(it: Any) -> Any:
+    getter = getattr(it, "get_state", None)
+    return getter() if callable(getter) else None
+
+
+def _pad(a: np.ndarray, size: int) -> np.ndarray:
+    if a.shape[0] == size:
+        return a
+    return np.concatenate([a, np.zeros((size - a.shape[0],) + a.shape[1:], a.dtype)])
+
+
+def _check_divisible(strategy: Strategy, per_process: int) -> None:
+    local = strategy._local_replicas
+    if per_process % local:
+        global_batch = per_process * strategy._num_processes
+        n = strategy.num_replicas_in_sync
+        raise BatchNotDivisibleError(
+            f"A global batch of {global_batch} does not split evenly over the {n} replicas "
+            f"of {strategy!r}. The nearest valid global batch sizes are "
+            f"{max(n, global_batch // n * n)} and {(global_batch // n + 1) * n}: batch the "
+            "dataset with one of them."
+        )
+
+
+def _partial_message(strategy: Strategy, size: int, full: int) -> str:
+    return (
+        f"The dataset yielded a partial batch of {size} examples after batches of {full} "
+        f"(this process's share of the global batch, over {strategy.num_replicas_in_sync} "
+        "replicas); a compiled step takes one shape. Batch with drop_remainder=True, or pass "
+        "options=phalanx.distribute.InputOptions(partial_batch='drop') to skip it, or "
+        "partial_batch='pad' to get (batch, mask) pairs that count every example once."
+    )
+
+
+def distribute_dataset(
+    strategy: Strategy, dataset: Any, options: InputOptions | None
+) -> DistributedDataset:
+    """``strategy.experimental_distribute_dataset``: shards by process, then splits by replica."""
+    options = options or InputOptions()
+    processes = strategy._num_processes
+    local = dataset
+    per_process = None
+    if processes > 1:
+        from ..data import auto_shard
+
+        local, policy, reason = auto_shard(dataset, processes, strategy._process_id)
+        log.info("phalanx: input auto-shard policy %s: %s", policy, reason)
+    return DistributedDataset(strategy, local, options, per_process_batch=per_process)
+
+
+def distribute_datasets_from_function(
+    strategy: Strategy, dataset_fn: Callable[[InputContext], Any], options: InputOptions | None
+) -> DistributedDataset:
+    """``strategy.distribute_datasets_from_function``: one pipeline per process."""
+    options = options or InputOptions()
+    if not callable(dataset_fn):
+        raise TypeError(
+            f"distribute_datasets_from_function expects a function of an InputContext, got "
+            f"{type(dataset_fn).__name__}."
+        )
+    ctx = InputContext(strategy._num_processes, strategy._process_id, strategy.num_replicas_in_sync)
+    dataset = dataset_fn(ctx)
+    if not hasattr(dataset, "__iter__"):
+        raise TypeError(
+            f"dataset_fn must return a Dataset (or an iterable of batches), got "
+            f"{type(dataset).__name__}."
+        )
+    return DistributedDataset(strategy, dataset, options, per_process_batch=None)

@@ -1,0 +1,87 @@
+"""``TPUStrategy``: the mesh runtime over TPU cores, with TPU defaults.
+
+What differs from ``MultiWorkerMirroredStrategy`` is advice, not computation:
+
+- ``compute_dtype="bfloat16"`` (the default): ``fit`` runs the forward and
+  backward passes in bfloat16, the TPU's native matrix type, keeping float32
+  master weights, optimizer state and loss (``Model`` reads
+  ``strategy.compute_dtype``).
+- a warning, once, when the per-replica batch is not a multiple of 128, the
+  TPU matrix unit's size (the seeds' advice);
+- a hint, once, to raise ``steps_per_execution`` when a model is compiled with
+  1 (each execution costs a host round trip).
+
+Without TPU devices it raises, unless ``experimental_simulate_on_cpu=True``
+(tests on CPU devices, with the same warnings and defaults).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+from ._multi_worker import MultiWorkerMirroredStrategy
+
+log = logging.getLogger("phalanx")
+
+TPU_BATCH_MULTIPLE = 128
+
+
+class TPUStrategy(MultiWorkerMirroredStrategy):
+    """Synchronous training on TPU cores (``tf.distribute.TPUStrategy``).
+
+    Args:
+      tpu_cluster_resolver: a ``phalanx.cluster.TPUClusterResolver`` (or any
+        resolver); None to find the TPU VM's cluster in the environment.
+      compute_dtype: ``"bfloat16"`` (default) or ``"float32"``: the dtype of the
+        forward and backward passes in ``fit``.
+      experimental_simulate_on_cpu: run on CPU devices when there is no TPU
+        (for tests); otherwise that raises.
+
+    Raises:
+      RuntimeError: no TPU devices and ``experimental_simulate_on_cpu`` is False.
+
+    Example:
+      >>> s = TPUStrategy(experimental_simulate_on_cpu=True)
+      >>> s.compute_dtype
+      'bfloat16'
+    """
+
+    def __init__(
+        self,
+        tpu_cluster_resolver=None,
+        *,
+        compute_dtype: str = "bfloat16",
+        experimental_simulate_on_cpu: bool = False,
+    ):
+        if compute_dtype not in ("bfloat16", "float32"):
+            raise ValueError(
+                f"compute_dtype must be 'bfloat16' or 'float32', got {compute_dtype!r}."
+            )
+        super().__init__(tpu_cluster_resolver)
+        platform = self.devices[0].platform
+        if platform != "tpu" and not experimental_simulate_on_cpu:
+            raise RuntimeError(
+                f"TPUStrategy found no TPU: JAX sees {len(self.devices)} {platform} device(s). "
+                'Run on a Cloud TPU VM with `pip install -U "jax[tpu]"`, use '
+                "MirroredStrategy/MultiWorkerMirroredStrategy here, or pass "
+                "experimental_simulate_on_cpu=True to test TPU code on CPU devices."
+            )
+        self.compute_dtype = compute_dtype
+        self._batch_warned = False
+        self.recommends_fused_steps = True
+
+    def _check_batch(self, global_batch: int) -> None:
+        per_replica = global_batch // self.num_replicas_in_sync
+        if per_replica % TPU_BATCH_MULTIPLE and not self._batch_warned:
+            self._batch_warned = True
+            warnings.warn(
+                f"TPUStrategy: the per-replica batch is {per_replica}, not a multiple of "
+                f"{TPU_BATCH_MULTIPLE} (the TPU matrix unit); the cores will be partly idle. "
+                f"Use a global batch of {TPU_BATCH_MULTIPLE * self.num_replicas_in_sync} "
+                "(or a multiple).",
+                stacklevel=3,
+            )
+
+    def __repr__(self) -> str:
+        return f"TPUStrategy({self.num_replicas_in_sync} core(s) on {self.devices[0].platform})"

@@ -1,0 +1,46 @@
+"""TPUStrategy's defaults and errors; MultiWorkerMirroredStrategy in one process."""
+
+import warnings
+
+import jax
+import numpy as np
+import pytest
+
+import phalanx
+from phalanx.distribute import CommunicationOptions
+
+
+def test_tpu_strategy_without_tpu_says_what_to_do():
+    with pytest.raises(RuntimeError, match=r"found no TPU.*8 cpu device.*jax\[tpu\].*simulate"):
+        phalanx.TPUStrategy()
+
+
+def test_tpu_strategy_warns_once_about_batch_multiple_of_128():
+    s = phalanx.TPUStrategy(experimental_simulate_on_cpu=True)
+    assert s.compute_dtype == "bfloat16"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s.shard_batch(np.ones((64, 2), np.float32))
+        s.shard_batch(np.ones((64, 2), np.float32))
+        s.shard_batch(np.ones((8 * 128, 2), np.float32))
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1
+    assert "per-replica batch is 8, not a multiple of 128" in messages[0]
+    assert "global batch of 1024" in messages[0]
+
+
+def test_tpu_strategy_compute_dtype_validated():
+    with pytest.raises(ValueError, match="compute_dtype"):
+        phalanx.TPUStrategy(compute_dtype="float16", experimental_simulate_on_cpu=True)
+
+
+def test_multi_worker_without_cluster_is_one_process():
+    s = phalanx.MultiWorkerMirroredStrategy()
+    assert s.num_replicas_in_sync == jax.device_count()
+    assert s.cluster_resolver is None
+    assert "1 process(es)" in repr(s)
+
+
+def test_communication_options_validated():
+    with pytest.raises(ValueError, match="timeout_seconds"):
+        CommunicationOptions(timeout_seconds=-1)
