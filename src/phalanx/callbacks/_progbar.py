@@ -96,6 +96,7 @@ class Progbar:
         self._seen = 0
         self._live: Live | None = None
         self._finished = False
+        self._live_failed = False
 
     @property
     def live(self) -> bool:
@@ -145,7 +146,7 @@ class Progbar:
         return (now - self._start) / current
 
     def _draw(self, current: int, now: float, per_step: float, finalize: bool) -> None:
-        if not self.live:
+        if not self.live or self._live_failed:
             if finalize:
                 self.print_line(self._bar_line(current, now, per_step, finalize))
             return
@@ -153,18 +154,22 @@ class Progbar:
             return
         self._last_draw = now
         text = self._bar_line(current, now, per_step, finalize)
-        if self._live is None:
-            self._live = Live(text, console=self.console, auto_refresh=False, redirect_stdout=False)
-            try:
-                self._live.start()
-            except LiveError:  # another live display owns the console
-                self._live = None
-                if finalize:
-                    self.print_line(text)
-                return
-        self._live.update(text, refresh=True)
         if finalize:
+            # The live frame goes away and the last line is printed for good, wrapped by
+            # the terminal rather than cut, so the scrollback keeps every metric.
             self.close()
+            self.print_line(text)
+            return
+        text.no_wrap, text.overflow = True, "ellipsis"  # one screen line while it moves
+        if self._live is None:
+            live = Live(text, console=self.console, auto_refresh=False, transient=True)
+            try:
+                live.start()
+            except LiveError:  # another live display owns the console: print the end only
+                self._live_failed = True
+                return
+            self._live = live
+        self._live.update(text, refresh=True)
 
     def print_line(self, text: Text) -> None:
         """Prints one finished line above (or instead of) the live bar."""
