@@ -37,6 +37,73 @@ class DistributedValueError(PhalanxError, ValueError):
     """A value given to ``reduce``/``gather`` is not of the kind or shape expected."""
 
 
+class DataLossError(PhalanxError, OSError):
+    """A record file is damaged (TensorFlow's ``DataLossError``): the message names the file and offset."""
+
+
+class CorruptRecordError(DataLossError):
+    """A TFRecord's length or data does not match its CRC-32C checksum."""
+
+
+class TruncatedRecordError(DataLossError):
+    """A record file ends in the middle of a record (every complete record before it was read)."""
+
+
+class ExampleParseError(PhalanxError, ValueError):
+    """A serialized ``tf.train.Example`` is malformed or does not match the feature specs."""
+
+
+class LayerShapeError(PhalanxError, ValueError):
+    """A layer received an input whose shape or dtype it cannot take; the message names the layer."""
+
+
+class NotBuiltError(PhalanxError, RuntimeError):
+    """A network or layer was used before its weights exist (call ``build(input_shape)`` first)."""
+
+
+class LearningRateError(PhalanxError, TypeError):
+    """An optimizer state's learning rate cannot be read or set (no injected rate, or a schedule)."""
+
+
+# --- phalanx.data ---------------------------------------------------------
+
+
+class DatasetArgumentError(PhalanxError, ValueError):
+    """A ``Dataset`` transformation got an argument it cannot use (a size <= 0, a bad index)."""
+
+
+class ComponentLengthError(PhalanxError, ValueError):
+    """``from_tensor_slices`` got components whose first dimensions differ."""
+
+
+class BatchShapeError(PhalanxError, ValueError):
+    """``batch`` met elements of different shapes (``padded_batch`` pads them)."""
+
+
+class PaddingError(PhalanxError, ValueError):
+    """``padded_batch`` cannot pad an element to the requested shape."""
+
+
+class StructureMismatchError(PhalanxError, TypeError):
+    """Elements of one dataset have different nestings (a ``map`` output changed, ``zip`` or ``concatenate`` of unlike datasets)."""
+
+
+class GeneratorSignatureError(PhalanxError, TypeError):
+    """An element yielded by ``from_generator``'s generator does not match ``output_signature``."""
+
+
+class NotCheckpointableError(PhalanxError, RuntimeError):
+    """``get_state`` was asked of an iterator whose position cannot be saved."""
+
+
+class IteratorStateError(PhalanxError, ValueError):
+    """``set_state`` got a state saved from a different pipeline, or an unknown format."""
+
+
+class AutoShardError(PhalanxError, ValueError):
+    """An auto-shard policy cannot be applied to this pipeline (for example FILE without files)."""
+
+
 class ClusterConfigError(PhalanxError, ValueError):
     """A cluster description (TF_CONFIG, SLURM, Kubernetes, TPU or PHALANX_* variables) is invalid."""
 
@@ -63,19 +130,3 @@ class ClusterMismatchError(InitializationError):
 
 class BackendAlreadyStartedError(InitializationError):
     """``initialize()`` came after JAX started its backends in this process."""
-
-
-class DataLossError(PhalanxError, OSError):
-    """A record file is damaged (TensorFlow's ``DataLossError``): the message names the file and offset."""
-
-
-class CorruptRecordError(DataLossError):
-    """A TFRecord's length or data does not match its CRC-32C checksum."""
-
-
-class TruncatedRecordError(DataLossError):
-    """A record file ends in the middle of a record (every complete record before it was read)."""
-
-
-class ExampleParseError(PhalanxError, ValueError):
-    """A serialized ``tf.train.Example`` is malformed or does not match the feature specs."""

@@ -1,0 +1,352 @@
+"""Batching: ``batch``, ``padded_batch``, ``unbatch`` and ``rebatch``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import PaddingError, StructureMismatchError
+from . import _fast_path as fp
+from . import _structure as st
+from ._dataset import Dataset, check_positive
+from ._iterator import DatasetIterator
+from ._map import _safe_state, _unwrap_state
+from ._options import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
+from ._structure import TensorSpec
+
+
+def _batched_cardinality(n: int, b: int, drop: bool) -> int:
+    if n < 0:
+        return n
+    return n // b if drop else -(-n // b)
+
+
+class BatchDataset(Dataset):
+    """``Dataset.batch``; gathers by index when its input is in memory (``_fast_path.py``).
+
+    ``_split = (num_pipelines, pipeline_id)`` (set by DATA auto-sharding)
+    keeps only this pipeline's slice of rows of every batch.
+    """
+
+    _input_attrs = ("_input",)
+    _split: tuple[int, int] | None = None
+
+    def __init__(self, input_dataset: Dataset, batch_size: int, drop_remainder: bool):
+        self._input = input_dataset
+        self._batch = check_positive("batch_size", batch_size, "batch")
+        self._drop = bool(drop_remainder)
+
+    def _iterator(self, ctx):
+        return _BatchIterator(self._input._iterator(ctx), self._batch, self._drop, self._split)
+
+    def _cardinality(self) -> int:
+        return _batched_cardinality(self._input._cardinality(), self._batch, self._drop)
+
+    def _compute_spec(self):
+        lead = self._batch if self._drop else None
+        if lead is not None and self._split is not None:
+            lead //= self._split[0]
+        return st.map_structure(lambda s: _prepend(lead, s), self._input.element_spec)
+
+
+def _prepend(lead: int | None, s: TensorSpec) -> TensorSpec:
+    return TensorSpec(None if s.shape is None else (lead, *s.shape), s.dtype)
+
+
+class _BatchIterator(DatasetIterator):
+    def __init__(self, child, batch_size, drop, split):
+        self.child, self.b, self.drop, self.split = child, batch_size, drop, split
+        self.n = 0  # batches emitted, for error messages
+
+    def __next__(self):
+        pieces = fp.pull(self.child, self.b)
+        got = fp.count(pieces)
+        if got == 0 or (self.drop and got < self.b):
+            raise StopIteration
+        first = self.n * self.b
+        self.n += 1
+        if self.split is not None:
+            w, i = self.split
+            local = self.b // w
+            mine = fp.trim(pieces, i * local, (i + 1) * local)
+            if (
+                not mine
+            ):  # a short last batch with no rows for this pipeline: 0 rows, same step count
+                return st.map_structure(lambda a: a[:0], fp.assemble(fp.trim(pieces, 0, 1)))
+            pieces, first = mine, first + i * local
+        return fp.assemble(pieces, first_index=first)
+
+    def children(self):
+        return [self.child]
+
+    def get_state(self):
+        return {"n": self.n, "child": self.child.get_state()}
+
+    def set_state(self, state):
+        self.n = int(state["n"])
+        self.child.set_state(state["child"])
+
+
+class PaddedBatchDataset(Dataset):
+    """``Dataset.padded_batch``."""
+
+    _input_attrs = ("_input",)
+
+    def __init__(self, input_dataset, batch_size, padded_shapes, padding_values, drop_remainder):
+        self._input = input_dataset
+        self._batch = check_positive("batch_size", batch_size, "padded_batch")
+        self._drop = bool(drop_remainder)
+        spec = input_dataset.element_spec
+        tdef = st.treedef(spec)
+        flat_spec = st.flatten(spec)
+        self._shapes = _normalize_shapes(padded_shapes, tdef, flat_spec)
+        self._values = _normalize_values(padding_values, tdef, flat_spec)
+        self._tdef = tdef
+
+    def _iterator(self, ctx):
+        return _PaddedBatchIterator(self, self._input._iterator(ctx))
+
+    def _cardinality(self) -> int:
+        return _batched_cardinality(self._input._cardinality(), self._batch, self._drop)
+
+    def _compute_spec(self):
+        lead = self._batch if self._drop else None
+        flat = st.flatten(self._input.element_spec)
+        out = []
+        for shape, s in zip(self._shapes, flat, strict=True):
+            if shape is None:
+                shape = None if s.shape is None else (None,) * len(s.shape)
+            out.append(TensorSpec(None if shape is None else (lead, *shape), s.dtype))
+        return st.unflatten(self._tdef, out)
+
+    def _pad(self, elements: list[Any], first: int) -> Any:
+        flats = [st.flatten(e) for e in elements]
+        out = []
+        for j, (shape, value) in enumerate(zip(self._shapes, self._values, strict=True)):
+            column = [np.asarray(f[j]) for f in flats]
+            out.append(_pad_column(column, shape, value, j, first))
+        return st.unflatten(self._tdef, out)
+
+
+def _normalize_shapes(padded_shapes, tdef, flat_spec) -> list[tuple | None]:
+    """One padded shape per component: a tuple with ``None`` = "longest in the batch", or None = all."""
+    if padded_shapes is None:
+        return [None] * len(flat_spec)
+    if tdef is st.LEAF:
+        shapes = [padded_shapes]
+    elif st.treedef(padded_shapes) == tdef:
+        shapes = st.flatten(padded_shapes)
+    else:
+        raise StructureMismatchError(
+            f"padded_batch: padded_shapes {padded_shapes!r} does not match the element structure "
+            f"{st.describe(tdef)}. Give one shape per component, nested like the elements."
+        )
+    out = []
+    for shape, s in zip(shapes, flat_spec, strict=True):
+        if isinstance(shape, int | np.integer):
+            shape = (int(shape),)
+        shape = tuple(
+            None if d is None or d == -1 else int(d)
+            for d in np.atleast_1d(np.asarray(shape, dtype=object))
+        )
+        if s.shape is not None and len(shape) != len(s.shape):
+            raise PaddingError(
+                f"padded_batch: padded shape {shape} has rank {len(shape)} but the component has "
+                f"shape {s.shape} (rank {len(s.shape)}). Give one entry per dimension."
+            )
+        out.append(shape)
+    return out
+
+
+def _normalize_values(padding_values, tdef, flat_spec) -> list[Any]:
+    if padding_values is None:
+        return [b"" if s.dtype.kind == "S" else 0 for s in flat_spec]
+    if tdef is not st.LEAF and st.treedef(padding_values) == tdef:
+        return st.flatten(padding_values)
+    if st.treedef(padding_values) is st.LEAF:
+        return [padding_values] * len(flat_spec)
+    raise StructureMismatchError(
+        f"padding_values {padding_values!r} must be one value or match the element structure "
+        f"{st.describe(tdef)}."
+    )
+
+
+def _pad_column(
+    column: list[np.ndarray], shape: tuple, value: Any, j: int, first: int
+) -> np.ndarray:
+    rank = column[0].ndim
+    if shape is None:
+        shape = (None,) * rank
+    for n, a in enumerate(column):
+        if a.ndim != rank or len(shape) != a.ndim:
+            raise PaddingError(
+                f"padded_batch: element {first + n} (component {j}) has shape {a.shape}, expected "
+                f"rank {len(shape) if shape else rank}. Elements can differ in size, not in rank."
+            )
+    target = []
+    for d in range(rank):
+        biggest = max(a.shape[d] for a in column)
+        want = biggest if shape[d] is None else shape[d]
+        if biggest > want:
+            n = next(i for i, a in enumerate(column) if a.shape[d] > want)
+            raise PaddingError(
+                f"padded_batch: element {first + n} (component {j}) has shape {column[n].shape}, "
+                f"larger than the padded shape {shape} in dimension {d}. Increase padded_shapes "
+                "or use None to pad to the longest element of each batch."
+            )
+        target.append(want)
+    out = np.full((len(column), *target), value, dtype=column[0].dtype)
+    for n, a in enumerate(column):
+        out[(n, *(slice(0, k) for k in a.shape))] = a
+    return out
+
+
+class _PaddedBatchIterator(_BatchIterator):
+    def __init__(self, ds: PaddedBatchDataset, child):
+        super().__init__(child, ds._batch, ds._drop, None)
+        self.ds = ds
+
+    def __next__(self):
+        elements = []
+        for _ in range(self.b):
+            try:
+                elements.append(next(self.child))
+            except StopIteration:
+                break
+        if not elements or (self.drop and len(elements) < self.b):
+            raise StopIteration
+        self.n += 1
+        return self.ds._pad(elements, (self.n - 1) * self.b)
+
+
+def _rows(element: Any) -> int:
+    leads = {np.shape(a)[0] if np.ndim(a) else None for a in st.flatten(element)}
+    if None in leads or len(leads) != 1:
+        shapes = [np.shape(a) for a in st.flatten(element)]
+        raise StructureMismatchError(
+            f"unbatch/rebatch: every component needs the same first dimension, got shapes {shapes}. "
+            "Batch them together, or slice them to one length."
+        )
+    return leads.pop()
+
+
+class UnbatchDataset(Dataset):
+    """``Dataset.unbatch``."""
+
+    _input_attrs = ("_input",)
+
+    def __init__(self, input_dataset: Dataset):
+        self._input = input_dataset
+
+    def _iterator(self, ctx):
+        return _RebatchIterator(self._input._iterator(ctx), [1], False, unbatch=True)
+
+    def _cardinality(self) -> int:
+        n = self._input._cardinality()
+        lead = {s.shape[0] if s.shape else None for s in st.flatten(self._input.element_spec)}
+        if n == INFINITE_CARDINALITY or n < 0:
+            return n
+        if len(lead) == 1 and None not in lead:
+            return n * lead.pop()
+        return UNKNOWN_CARDINALITY
+
+    def _compute_spec(self):
+        return st.map_structure(
+            lambda s: TensorSpec(None if s.shape is None else s.shape[1:], s.dtype),
+            self._input.element_spec,
+        )
+
+
+class RebatchDataset(Dataset):
+    """``Dataset.rebatch``: ``unbatch().batch(n)`` in one copy; a list of sizes is cycled."""
+
+    _input_attrs = ("_input",)
+
+    def __init__(self, input_dataset: Dataset, batch_size, drop_remainder: bool):
+        sizes = (
+            list(batch_size) if isinstance(batch_size, list | tuple | np.ndarray) else [batch_size]
+        )
+        self._sizes = [check_positive("batch_size", int(s), "rebatch") for s in sizes]
+        self._input, self._drop = input_dataset, bool(drop_remainder)
+
+    def _iterator(self, ctx):
+        return _RebatchIterator(self._input._iterator(ctx), self._sizes, self._drop)
+
+    def _cardinality(self) -> int:
+        n = self._input._cardinality()
+        return n if n == INFINITE_CARDINALITY else UNKNOWN_CARDINALITY
+
+    def _compute_spec(self):
+        lead = self._sizes[0] if self._drop and len(set(self._sizes)) == 1 else None
+        return st.map_structure(
+            lambda s: TensorSpec(None if s.shape is None else (lead, *s.shape[1:]), s.dtype),
+            self._input.element_spec,
+        )
+
+
+class _RebatchIterator(DatasetIterator):
+    """Slices rows out of input batches; the state is the input's state before the current batch."""
+
+    def __init__(self, child, sizes, drop, unbatch=False):
+        self.child, self.sizes, self.drop, self.unbatch = child, sizes, drop, unbatch
+        self.cycle = 0
+        self.cur: Any = None
+        self.rows = self.off = 0
+        self.snap = _safe_state(child)
+
+    def _advance(self) -> bool:
+        self.snap = _safe_state(self.child)
+        try:
+            self.cur = next(self.child)
+        except StopIteration:
+            self.cur = None
+            return False
+        self.rows, self.off = _rows(self.cur), 0
+        return True
+
+    def __next__(self):
+        if self.unbatch:
+            while self.cur is None or self.off >= self.rows:
+                if not self._advance():
+                    raise StopIteration
+            self.off += 1
+            return st.map_structure(lambda a: a[self.off - 1], self.cur)
+        target = self.sizes[self.cycle % len(self.sizes)]
+        parts, got = [], 0
+        while got < target:
+            if self.cur is None or self.off >= self.rows:
+                if not self._advance():
+                    break
+                continue
+            take = min(target - got, self.rows - self.off)
+            o = self.off
+            parts.append(st.map_structure(lambda a, o=o, t=take: a[o : o + t], self.cur))
+            self.off += take
+            got += take
+        if got == 0 or (self.drop and got < target):
+            raise StopIteration
+        self.cycle += 1
+        if len(parts) == 1:
+            return parts[0]
+        return st.map_structure(lambda *xs: np.concatenate(xs), *parts)
+
+    def children(self):
+        return [self.child]
+
+    def get_state(self):
+        return {
+            "child": _unwrap_state(self.snap),
+            "has_batch": self.cur is not None,
+            "offset": self.off,
+            "cycle": self.cycle,
+        }
+
+    def set_state(self, state):
+        self.child.set_state(state["child"])
+        self.cycle = int(state["cycle"])
+        self.cur = None
+        self.snap = state["child"]
+        if state["has_batch"]:
+            self._advance()
+            self.off = int(state["offset"])

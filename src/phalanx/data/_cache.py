@@ -1,0 +1,213 @@
+"""``Dataset.cache``: keep the elements after the first complete pass, in memory or in a file.
+
+The first iterator reads the input and records its elements; when it reaches
+the end, the recording becomes the cache, and later iterators (later
+``repeat`` epochs, a second run for a file cache) read the cache instead of
+the input. A pass that is abandoned before the end caches nothing.
+
+A file cache is one ``.npz`` file (``filename``, with ``.npz`` appended
+unless present), written to a temporary name and renamed into place when
+complete, so a half-written cache is never read. It holds plain numpy
+arrays and a JSON header; it is loaded with ``allow_pickle=False``, and
+elements of ``object`` dtype are refused. A file that cannot be read as a
+complete cache is ignored and rewritten.
+
+When the elements are in memory already (``from_tensor_slices``, ``range``),
+an in-memory ``cache()`` has nothing to save and passes them through, so the
+pipeline keeps its vectorized batch path. Once filled, a cache whose elements
+all have one shape is a random-access array store: ``shuffle`` and ``batch``
+after it gather by index.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import warnings
+from typing import Any
+
+import numpy as np
+
+from . import _structure as st
+from ._dataset import Dataset
+from ._iterator import AccessIterator, ArraysAccess, DatasetIterator, RandomAccess
+
+CACHE_FORMAT = "phalanx.data.cache/1"
+
+
+class ListAccess(RandomAccess):
+    """Random access into a list of elements (a cache of unlike shapes)."""
+
+    materialized = True
+
+    def __init__(self, elements: list[Any]):
+        self.elements = elements
+
+    def __len__(self) -> int:
+        return len(self.elements)
+
+    def get(self, i: int) -> Any:
+        return self.elements[i]
+
+
+def _to_access(elements: list[Any]) -> RandomAccess:
+    if elements:
+        flats = [st.flatten(e) for e in elements]
+        try:
+            leaves = [np.stack(column) for column in zip(*flats, strict=True)]
+        except ValueError:
+            return ListAccess(elements)
+        tdef = st.treedef(elements[0])
+        if all(st.treedef(e) == tdef for e in elements):
+            return ArraysAccess(tdef, leaves)
+    return ListAccess(elements)
+
+
+class CacheDataset(Dataset):
+    """``Dataset.cache``."""
+
+    _input_attrs = ("_input",)
+
+    def __init__(self, input_dataset: Dataset, filename: str = ""):
+        self._input = input_dataset
+        filename = os.fspath(filename)
+        self._path = (
+            "" if not filename else filename if filename.endswith(".npz") else filename + ".npz"
+        )
+        self._store: RandomAccess | None = None
+
+    def _with_inputs(self, inputs):
+        out = super()._with_inputs(inputs)
+        out._store = None
+        return out
+
+    def _filled(self) -> RandomAccess | None:
+        if self._store is None and self._path and os.path.exists(self._path):
+            self._store = _load(self._path)
+        return self._store
+
+    def _random_access(self):
+        store = self._filled()
+        if store is not None:
+            return store
+        inner = self._input._random_access()
+        if not self._path and inner is not None and inner.materialized:
+            return inner
+        return None
+
+    def _iterator(self, ctx):
+        access = self._random_access()
+        if access is not None:
+            inner = self._input._random_access()
+            if access is inner:
+                return self._input._iterator(ctx)
+            return AccessIterator(access)
+        return _FillIterator(self, ctx)
+
+    def _finish(self, elements: list[Any]) -> None:
+        if self._store is not None:
+            return
+        store = _to_access(elements)
+        if self._path:
+            _save(self._path, elements, store)
+        self._store = store
+
+    def _cardinality(self) -> int:
+        return self._input._cardinality()
+
+    def _compute_spec(self):
+        return self._input.element_spec
+
+
+class _FillIterator(DatasetIterator):
+    """Reads the input and records it; the state is the count, restored by re-reading."""
+
+    def __init__(self, ds: CacheDataset, ctx):
+        self.ds, self.ctx = ds, ctx
+        self.child = ds._input._iterator(ctx)
+        self.elements: list[Any] = []
+
+    def __next__(self):
+        try:
+            x = next(self.child)
+        except StopIteration:
+            if self.elements is not None:
+                self.ds._finish(self.elements)
+                self.elements = None
+            raise
+        if self.elements is not None:
+            self.elements.append(x)
+        return x
+
+    def children(self):
+        return [self.child]
+
+    def get_state(self):
+        return {"i": len(self.elements) if self.elements is not None else -1}
+
+    def set_state(self, state):
+        n = int(state["i"])
+        try:
+            while n < 0 or len(self.elements) < n:
+                next(self)
+        except StopIteration:
+            pass
+
+
+def _save(path: str, elements: list[Any], store: RandomAccess) -> None:
+    arrays: dict[str, np.ndarray] = {}
+    if isinstance(store, ArraysAccess):
+        for j, a in enumerate(store.leaves):
+            arrays[f"leaf_{j}"] = a
+        tdef = store.tdef
+    else:
+        tdef = st.treedef(elements[0]) if elements else st.LEAF
+        for i, e in enumerate(elements):
+            for j, a in enumerate(st.flatten(e)):
+                arrays[f"e{i}_{j}"] = np.asarray(a)
+    for name, a in arrays.items():
+        if a.dtype == object:
+            raise TypeError(
+                f"cache({path!r}): component {name} has dtype object, which cannot be stored without "
+                "pickle. Convert it to a numeric, bool or fixed-width bytes ('S') array first."
+            )
+    header = {
+        "format": CACHE_FORMAT,
+        "count": len(elements),
+        "stacked": isinstance(store, ArraysAccess),
+        "treedef": st.encode_treedef(tdef),
+        "leaves": len(st.flatten(elements[0])) if elements else 0,
+    }
+    arrays["__header__"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = f"{path}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def _load(path: str) -> RandomAccess | None:
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            header = json.loads(bytes(z["__header__"]).decode())
+            if header.get("format") != CACHE_FORMAT:
+                raise ValueError(f"unknown format {header.get('format')!r}")
+            tdef = st.decode_treedef(header["treedef"])
+            k, n = int(header["leaves"]), int(header["count"])
+            if header["stacked"]:
+                return ArraysAccess(tdef, [z[f"leaf_{j}"] for j in range(k)])
+            return ListAccess(
+                [st.unflatten(tdef, [z[f"e{i}_{j}"] for j in range(k)]) for i in range(n)]
+            )
+    except Exception as e:  # a damaged or foreign file: refill and overwrite it
+        warnings.warn(
+            f"cache: ignoring {path!r}, it is not a complete phalanx cache ({e})", stacklevel=3
+        )
+        return None

@@ -1,0 +1,349 @@
+"""``Dataset``: the tf.data-style pipeline handle and its methods.
+
+A ``Dataset`` is an immutable node of a pipeline graph: a source, or a
+transformation of one or more input datasets. Its methods build new nodes;
+iterating makes a tree of node iterators (``_iterator.py``). The node classes
+live one idea per module (``_sources``, ``_map``, ``_shuffle``, ``_batch`` ...);
+this module only holds the public surface and the graph plumbing.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..errors import DatasetArgumentError
+from . import _structure as st
+from ._iterator import Iterator, IterCtx, RandomAccess, new_root_seed
+from ._options import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Options
+
+
+class Dataset:
+    """A sequence of elements, each a numpy array or a nest of tuples/dicts of arrays.
+
+    The names and semantics are ``tf.data.Dataset``'s: build with a source
+    (``from_tensor_slices``, ``range``, ``from_generator``, ``list_files`` ...),
+    chain transformations (``map``, ``shuffle``, ``repeat``, ``batch`` ...),
+    then iterate. Deterministic transformations give the same elements in the
+    same order as tf.data. A pipeline over in-memory arrays
+    (``from_tensor_slices`` -> ``cache``/``shuffle``/``repeat``/``take``/``skip``/
+    ``shard`` -> ``batch``) gathers whole batches with numpy fancy indexing.
+
+    Example:
+        >>> import numpy as np
+        >>> ds = Dataset.from_tensor_slices(np.arange(8)).batch(3)
+        >>> [b.tolist() for b in ds]
+        [[0, 1, 2], [3, 4, 5], [6, 7]]
+    """
+
+    _input_attrs: tuple[str, ...] = ()
+
+    # -- graph plumbing (internal) ---------------------------------------------------------
+
+    def _iterator(self, ctx: IterCtx) -> Any:
+        raise NotImplementedError
+
+    def _compute_spec(self) -> Any:
+        raise NotImplementedError
+
+    def _cardinality(self) -> int:
+        raise NotImplementedError
+
+    def _random_access(self) -> RandomAccess | None:
+        """A random-access view of this dataset's elements, or None."""
+        return None
+
+    def _inputs(self) -> list[Dataset]:
+        return [getattr(self, a) for a in self._input_attrs]
+
+    def _with_inputs(self, inputs: list[Dataset]) -> Dataset:
+        out = copy.copy(self)
+        for a, d in zip(self._input_attrs, inputs, strict=True):
+            setattr(out, a, d)
+        out.__dict__.pop("_spec", None)
+        out.__dict__.pop("_root_seed_value", None)
+        out.__dict__.pop("_iterations", None)
+        return out
+
+    def _signature(self) -> str:
+        inner = ",".join(d._signature() for d in self._inputs())
+        return type(self).__name__.removesuffix("Dataset") + (f"({inner})" if inner else "")
+
+    @property
+    def _depth(self) -> int:
+        return 1 + max((d._depth for d in self._inputs()), default=0)
+
+    def _options_here(self) -> Options | None:
+        return None
+
+    # -- inspection ------------------------------------------------------------------------
+
+    @property
+    def element_spec(self) -> Any:
+        """The nest of ``TensorSpec`` that every element matches (``None`` dims vary)."""
+        if "_spec" not in self.__dict__:
+            self._spec = self._compute_spec()
+        return self._spec
+
+    def cardinality(self) -> int:
+        """The number of elements, ``INFINITE_CARDINALITY`` (-1) or ``UNKNOWN_CARDINALITY`` (-2)."""
+        return self._cardinality()
+
+    def __len__(self) -> int:
+        n = self._cardinality()
+        if n == INFINITE_CARDINALITY:
+            raise TypeError("The dataset is infinite.")
+        if n == UNKNOWN_CARDINALITY:
+            raise TypeError(
+                "The dataset length is unknown (filter, from_generator, interleave ...); "
+                "iterate it to count, or use cardinality()."
+            )
+        return n
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __iter__(self) -> Iterator:
+        n = self.__dict__.get("_iterations", 0)
+        self._iterations = n + 1
+        if "_root_seed_value" not in self.__dict__:
+            self._root_seed_value = new_root_seed()
+        return Iterator(self, iteration=n, root_seed=self._root_seed_value)
+
+    def as_numpy_iterator(self) -> Iterator:
+        """An iterator of numpy elements (elements are numpy already; same as ``iter``)."""
+        return iter(self)
+
+    def options(self) -> Options:
+        """The ``Options`` of this pipeline (merged from every ``with_options`` in it)."""
+        merged = Options()
+        for d in self._inputs():
+            merged = merged.merge(d.options())
+        own = self._options_here()
+        return merged.merge(own) if own is not None else merged
+
+    def with_options(self, options: Options) -> Dataset:
+        """A dataset with ``options`` set (later options win over earlier ones)."""
+        from ._map import OptionsDataset
+
+        return OptionsDataset(self, options)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} element_spec={self.element_spec!r}>"
+
+    # -- sources ---------------------------------------------------------------------------
+
+    @staticmethod
+    def from_tensor_slices(tensors: Any) -> Dataset:
+        """A dataset of the slices of ``tensors`` along their first dimension.
+
+        Raises:
+            ComponentLengthError: The components' first dimensions differ.
+        """
+        from ._sources import TensorSlicesDataset
+
+        return TensorSlicesDataset(tensors)
+
+    @staticmethod
+    def from_tensors(tensors: Any) -> Dataset:
+        """A dataset of exactly one element, ``tensors``."""
+        from ._sources import TensorsDataset
+
+        return TensorsDataset(tensors)
+
+    @staticmethod
+    def range(*args: int, output_type: Any = "int64") -> Dataset:
+        """``range(stop)``, ``range(start, stop[, step])`` as a dataset of int64 scalars."""
+        from ._sources import RangeDataset
+
+        return RangeDataset(*args, output_type=output_type)
+
+    @staticmethod
+    def from_generator(
+        generator: Callable[..., Iterable[Any]],
+        output_types: Any = None,
+        output_shapes: Any = None,
+        args: tuple | None = None,
+        output_signature: Any = None,
+    ) -> Dataset:
+        """A dataset of the elements yielded by ``generator(*args)``, checked against ``output_signature``.
+
+        Raises:
+            GeneratorSignatureError: (while iterating) an element does not match.
+        """
+        from ._sources import GeneratorDataset
+
+        return GeneratorDataset(generator, output_types, output_shapes, args, output_signature)
+
+    @staticmethod
+    def zip(*datasets: Any) -> Dataset:
+        """Zip datasets (a nest of datasets, or several as arguments); stops at the shortest."""
+        from ._sources import ZipDataset
+
+        if len(datasets) == 1 and not isinstance(datasets[0], Dataset):
+            datasets = datasets[0]
+        return ZipDataset(datasets)
+
+    @staticmethod
+    def list_files(
+        file_pattern: str | list[str], shuffle: bool | None = None, seed: int | None = None
+    ) -> Dataset:
+        """The file names matching ``file_pattern`` (glob), sorted, shuffled by default as in tf.data."""
+        from ._sources import list_files
+
+        return list_files(file_pattern, shuffle=shuffle, seed=seed)
+
+    # -- transformations -------------------------------------------------------------------
+
+    def concatenate(self, dataset: Dataset) -> Dataset:
+        """The elements of this dataset followed by those of ``dataset`` (same structure)."""
+        from ._sources import ConcatenateDataset
+
+        return ConcatenateDataset(self, dataset)
+
+    def map(
+        self,
+        map_func: Callable[..., Any],
+        num_parallel_calls: int | None = None,
+        deterministic: bool | None = None,
+    ) -> Dataset:
+        """Apply ``map_func`` to each element (a tuple element is passed as positional arguments).
+
+        With ``num_parallel_calls`` set, calls run on a thread pool; the order is kept unless
+        ``deterministic=False``.
+        """
+        from ._map import MapDataset
+
+        return MapDataset(self, map_func, num_parallel_calls, deterministic)
+
+    def filter(self, predicate: Callable[..., Any]) -> Dataset:
+        """Keep the elements for which ``predicate`` returns true."""
+        from ._map import FilterDataset
+
+        return FilterDataset(self, predicate)
+
+    def shuffle(
+        self, buffer_size: int, seed: int | None = None, reshuffle_each_iteration: bool = True
+    ) -> Dataset:
+        """Shuffle with a buffer of ``buffer_size`` elements, as tf.data (see ``_shuffle.py``)."""
+        from ._shuffle import ShuffleDataset
+
+        return ShuffleDataset(self, buffer_size, seed, reshuffle_each_iteration)
+
+    def repeat(self, count: int | None = None) -> Dataset:
+        """Repeat the dataset ``count`` times (forever when ``None`` or -1)."""
+        from ._map import RepeatDataset
+
+        return RepeatDataset(self, count)
+
+    def batch(
+        self,
+        batch_size: int,
+        drop_remainder: bool = False,
+        num_parallel_calls: int | None = None,
+        deterministic: bool | None = None,
+    ) -> Dataset:
+        """Stack ``batch_size`` consecutive elements; the last batch may be smaller unless dropped.
+
+        Raises:
+            BatchShapeError: (while iterating) elements of one batch have different shapes.
+        """
+        from ._batch import BatchDataset
+
+        return BatchDataset(self, batch_size, drop_remainder)
+
+    def padded_batch(
+        self,
+        batch_size: int,
+        padded_shapes: Any = None,
+        padding_values: Any = None,
+        drop_remainder: bool = False,
+    ) -> Dataset:
+        """Batch elements of different shapes, padding each component to ``padded_shapes``.
+
+        ``None`` dimensions (or ``padded_shapes=None``) pad to the longest in each batch.
+        """
+        from ._batch import PaddedBatchDataset
+
+        return PaddedBatchDataset(self, batch_size, padded_shapes, padding_values, drop_remainder)
+
+    def unbatch(self) -> Dataset:
+        """Split each element along its first dimension into separate elements."""
+        from ._batch import UnbatchDataset
+
+        return UnbatchDataset(self)
+
+    def rebatch(self, batch_size: int | list[int], drop_remainder: bool = False) -> Dataset:
+        """Re-split batches into batches of ``batch_size`` (cycled if a list), as ``unbatch().batch()``."""
+        from ._batch import RebatchDataset
+
+        return RebatchDataset(self, batch_size, drop_remainder)
+
+    def take(self, count: int) -> Dataset:
+        """The first ``count`` elements (all when ``count`` is -1)."""
+        from ._map import TakeDataset
+
+        return TakeDataset(self, count)
+
+    def skip(self, count: int) -> Dataset:
+        """All but the first ``count`` elements (none when ``count`` is -1)."""
+        from ._map import SkipDataset
+
+        return SkipDataset(self, count)
+
+    def shard(self, num_shards: int, index: int) -> Dataset:
+        """Every ``num_shards``-th element, starting at ``index``."""
+        from ._shard import ShardDataset
+
+        return ShardDataset(self, num_shards, index)
+
+    def cache(self, filename: str = "") -> Dataset:
+        """Keep the elements after the first full pass, in memory or in ``filename`` (.npz)."""
+        from ._cache import CacheDataset
+
+        return CacheDataset(self, filename)
+
+    def prefetch(self, buffer_size: int) -> Dataset:
+        """Produce up to ``buffer_size`` elements ahead on a background thread."""
+        from ._prefetch import PrefetchDataset
+
+        return PrefetchDataset(self, buffer_size)
+
+    def interleave(
+        self,
+        map_func: Callable[..., Dataset],
+        cycle_length: int | None = None,
+        block_length: int = 1,
+        num_parallel_calls: int | None = None,
+        deterministic: bool | None = None,
+    ) -> Dataset:
+        """Map each element to a dataset and interleave ``block_length`` elements of
+        ``cycle_length`` of them at a time, as tf.data.
+        """
+        from ._interleave import InterleaveDataset
+
+        return InterleaveDataset(self, map_func, cycle_length, block_length)
+
+    def enumerate(self, start: int = 0) -> Dataset:
+        """Pair each element with its int64 index: ``(i, element)``."""
+        from ._map import EnumerateDataset
+
+        return EnumerateDataset(self, start)
+
+    def apply(self, transformation_func: Callable[[Dataset], Dataset]) -> Dataset:
+        """``transformation_func(self)``: chain a custom transformation."""
+        return transformation_func(self)
+
+
+def check_positive(name: str, value: Any, method: str) -> int:
+    """``value`` as an int > 0, or a ``DatasetArgumentError`` saying so."""
+    if isinstance(value, bool) or not isinstance(value, int | st.np.integer) or value <= 0:
+        raise DatasetArgumentError(
+            f"{method}: {name} must be a positive int, got {value!r}. "
+            f"Pass the number of elements, e.g. {method}({name}=32)."
+        )
+    return int(value)
+
+
+__all__ = ["AUTOTUNE", "Dataset"]

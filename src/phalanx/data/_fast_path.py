@@ -1,0 +1,86 @@
+"""The vectorized batch path: gather whole batches by index arrays.
+
+A batch whose input iterator is an ``IndexIterator`` (in-memory arrays, maybe
+through ``cache``, ``shuffle``, ``repeat``, ``take``, ``skip`` and ``shard``)
+asks for ``batch_size`` indices and fetches every component with one numpy
+fancy-indexing call: no Python runs per element. The indices come in pieces
+(a batch may straddle two epochs, or an epoch whose cache is still filling
+yields elements one by one); consecutive index pieces over the same data are
+joined before the gather, element pieces are stacked, and the parts are
+concatenated. Iterator states are the same on both paths, so a checkpoint
+taken on one restores on the other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import _structure as st
+from ._iterator import DatasetIterator, stack_elements
+
+
+def pull(child: DatasetIterator, count: int) -> list[tuple[Any, Any]]:
+    """Up to ``count`` elements of ``child`` as pieces ``(base, indices)`` or ``(None, [elements])``."""
+    pieces: list[tuple[Any, Any]] = []
+    need = count
+    while need > 0:
+        if child.indexable:
+            idx = child.next_indices(need)
+            if idx is None:
+                continue
+            if idx.size == 0:
+                break
+            _add_indices(pieces, child.base, idx)
+            need -= idx.size
+        else:
+            try:
+                x = next(child)
+            except StopIteration:
+                break
+            if pieces and pieces[-1][0] is None:
+                pieces[-1][1].append(x)
+            else:
+                pieces.append((None, [x]))
+            need -= 1
+    return pieces
+
+
+def _add_indices(pieces: list, base: Any, idx: np.ndarray) -> None:
+    if pieces and pieces[-1][0] is base:
+        pieces[-1] = (base, np.concatenate([pieces[-1][1], idx]))
+    else:
+        pieces.append((base, idx))
+
+
+def count(pieces: list[tuple[Any, Any]]) -> int:
+    """The number of elements in ``pieces``."""
+    return sum(len(p) for _, p in pieces)
+
+
+def trim(pieces: list[tuple[Any, Any]], lo: int, hi: int) -> list[tuple[Any, Any]]:
+    """The elements at positions ``[lo, hi)`` of ``pieces``."""
+    out, pos = [], 0
+    for base, p in pieces:
+        a, b = max(lo - pos, 0), min(hi - pos, len(p))
+        if a < b:
+            out.append((base, p[a:b]))
+        pos += len(p)
+    return out
+
+
+def assemble(pieces: list[tuple[Any, Any]], *, first_index: int | None = None) -> Any:
+    """Gather and stack ``pieces`` into one batch (leading axis = element)."""
+    parts = []
+    offset = first_index
+    for base, p in pieces:
+        if base is None:
+            parts.append(stack_elements(list(p), first_index=offset))
+        else:
+            parts.append(base.gather(p))
+        if offset is not None:
+            offset += len(p)
+    if len(parts) == 1:
+        return parts[0]
+    return st.map_structure(lambda *xs: np.concatenate(xs), *parts)

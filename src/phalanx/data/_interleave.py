@@ -1,0 +1,151 @@
+"""``Dataset.interleave``: tf.data's cycle/block order.
+
+``cycle_length`` input elements are open at once, each mapped to a dataset
+by ``map_func``; the iterator takes ``block_length`` consecutive elements from
+the dataset in the current slot of the cycle, then moves to the next slot.
+An exhausted dataset frees its slot and the cycle moves on; an empty slot is
+filled with the next input element when the cycle reaches it. This is
+TensorFlow's ``InterleaveDatasetOp`` order, which the deterministic parallel
+version also keeps; phalanx reads the datasets in the consumer thread
+(``num_parallel_calls`` is accepted and ignored: put ``prefetch`` in the
+inner datasets or after the interleave for read-ahead).
+
+The state saves, for every open slot, the input's state before its element
+was read and the inner iterator's state: a restore re-reads that one input
+element, calls ``map_func`` again and restores the inner iterator.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..errors import DatasetArgumentError
+from . import _structure as st
+from ._dataset import Dataset, check_positive
+from ._iterator import DatasetIterator, IterCtx
+from ._map import _safe_state, _unwrap_state
+from ._options import AUTOTUNE, UNKNOWN_CARDINALITY
+
+
+class InterleaveDataset(Dataset):
+    """``Dataset.interleave``."""
+
+    _input_attrs = ("_input",)
+
+    def __init__(self, input_dataset: Dataset, map_func, cycle_length, block_length):
+        if cycle_length is None or cycle_length == AUTOTUNE:
+            cycle_length = os.cpu_count() or 1
+        self._input, self._fn = input_dataset, map_func
+        self._cycle = check_positive("cycle_length", cycle_length, "interleave")
+        self._block = check_positive("block_length", block_length, "interleave")
+
+    def _inner(self, element: Any, ctx: IterCtx, index: int) -> DatasetIterator:
+        ds = st.call_unpacked(self._fn, element)
+        if not isinstance(ds, Dataset):
+            raise DatasetArgumentError(
+                f"interleave: map_func must return a phalanx.data.Dataset, got {type(ds).__name__}. "
+                "Wrap arrays with Dataset.from_tensor_slices(...)."
+            )
+        return ds._iterator(ctx.child(index))
+
+    def _iterator(self, ctx):
+        return _InterleaveIterator(self, ctx)
+
+    def _cardinality(self) -> int:
+        return UNKNOWN_CARDINALITY
+
+    def _compute_spec(self):
+        it = self._input._iterator(IterCtx(0, (0,)))
+        try:
+            x = next(it)
+        except StopIteration:
+            return None
+        finally:
+            it.close()
+        return st.call_unpacked(self._fn, x).element_spec
+
+
+class _InterleaveIterator(DatasetIterator):
+    def __init__(self, ds: InterleaveDataset, ctx: IterCtx):
+        self.ds, self.ctx = ds, ctx
+        self.input = ds._input._iterator(ctx)
+        self.slots: list[dict | None] = [None] * ds._cycle
+        self.cycle = self.block = 0
+        self.end = False
+        self.opened = 0  # input elements read so far
+
+    def _advance(self) -> None:
+        self.block = 0
+        self.cycle = (self.cycle + 1) % len(self.slots)
+
+    def __next__(self):
+        while not self.end or any(s is not None for s in self.slots):
+            slot = self.slots[self.cycle]
+            if slot is not None:
+                try:
+                    x = next(slot["it"])
+                except StopIteration:
+                    slot["it"].close()
+                    self.slots[self.cycle] = None
+                    self._advance()
+                    continue
+                self.block += 1
+                if self.block == self.ds._block:
+                    self._advance()
+                return x
+            if self.end:
+                self._advance()
+                continue
+            snap = _safe_state(self.input)
+            try:
+                element = next(self.input)
+            except StopIteration:
+                self.end = True
+                continue
+            it = self.ds._inner(element, self.ctx, self.opened)
+            self.slots[self.cycle] = {"it": it, "input_state": snap, "index": self.opened}
+            self.opened += 1
+        raise StopIteration
+
+    def children(self):
+        return [self.input] + [s["it"] for s in self.slots if s is not None]
+
+    def get_state(self):
+        slots = [
+            None
+            if s is None
+            else {
+                "input_state": _unwrap_state(s["input_state"]),
+                "index": s["index"],
+                "inner": s["it"].get_state(),
+            }
+            for s in self.slots
+        ]
+        return {
+            "input": self.input.get_state(),
+            "slots": slots,
+            "cycle": self.cycle,
+            "block": self.block,
+            "end": self.end,
+            "opened": self.opened,
+        }
+
+    def set_state(self, state):
+        self.close()
+        self.input = self.ds._input._iterator(self.ctx)
+        self.input.set_state(state["input"])
+        self.cycle, self.block = int(state["cycle"]), int(state["block"])
+        self.end, self.opened = bool(state["end"]), int(state["opened"])
+        self.slots = [self._restore_slot(s) for s in state["slots"]]
+
+    def _restore_slot(self, s: dict | None) -> dict | None:
+        if s is None:
+            return None
+        reader = self.ds._input._iterator(self.ctx)
+        reader.set_state(s["input_state"])
+        element = next(reader)
+        reader.close()
+        it = self.ds._inner(element, self.ctx, int(s["index"]))
+        it.set_state(s["inner"])
+        return {"it": it, "input_state": s["input_state"], "index": int(s["index"])}

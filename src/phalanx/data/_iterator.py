@@ -1,0 +1,308 @@
+"""The iterator protocol: per-node iterators, random access, and the public ``Iterator``.
+
+Every dataset node makes a node iterator (``DatasetIterator``) for its place in
+the pipeline. A node iterator yields elements with ``__next__`` and saves and
+restores its position with ``get_state``/``set_state``: small JSON-able dicts
+of counters, never element data. ``set_state`` is called on a freshly made
+iterator of an identically built pipeline; it rebuilds its children from the
+state and restores them in turn.
+
+Nodes over in-memory data also speak in indices: a ``RandomAccess`` view
+fetches one element or a whole batch by index arrays, and an
+``IndexIterator`` yields chunks of indices into it. ``batch`` over an
+``IndexIterator`` gathers each batch with one fancy-indexing call per
+component, with no Python per element (see ``_fast_path.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..errors import IteratorStateError, NotCheckpointableError
+from . import _structure as st
+
+STATE_FORMAT = "phalanx.data.iterator/1"
+
+
+class IterCtx(NamedTuple):
+    """Where a node iterator sits in the run: the seed and the epoch path.
+
+    ``epochs`` starts with the dataset's iteration number (one per
+    ``iter(dataset)``), then one entry per enclosing ``repeat`` epoch or
+    ``interleave`` input element. Shuffles derive their per-epoch seeds from it,
+    so a restored iterator rebuilds exactly the seeds of the original run.
+    """
+
+    root_seed: int
+    epochs: tuple[int, ...]
+
+    def child(self, tag: int) -> IterCtx:
+        """The context of a child iterator made for epoch or input ``tag``."""
+        return IterCtx(self.root_seed, (*self.epochs, int(tag)))
+
+
+class DatasetIterator:
+    """One node's iterator (internal). Subclasses implement ``__next__`` and the state pair."""
+
+    indexable = False  # True while next_indices/base can be used (see IndexIterator)
+
+    def __iter__(self) -> DatasetIterator:
+        return self
+
+    def __next__(self) -> Any:
+        raise NotImplementedError
+
+    def get_state(self) -> dict[str, Any]:
+        """The position of this iterator, as a JSON-able dict."""
+        raise NotCheckpointableError(
+            f"{type(self).__name__} cannot save its position. Use a checkpointable pipeline "
+            "(the transformations of phalanx.data.Dataset) or do not checkpoint this iterator."
+        )
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore a position saved by ``get_state`` (on a fresh iterator)."""
+        raise NotCheckpointableError(f"{type(self).__name__} cannot restore a position.")
+
+    def children(self) -> list[DatasetIterator]:
+        """The live child iterators (closed with this one)."""
+        return []
+
+    def close(self) -> None:
+        """Stop background work (threads) of this iterator and its children."""
+        for c in self.children():
+            c.close()
+
+
+class RandomAccess:
+    """A finite dataset whose elements can be fetched by index (internal).
+
+    Attributes:
+        materialized: True when elements are plain numpy data already in memory
+            (no user function runs to fetch them), so ``cache()`` may skip them.
+    """
+
+    materialized = False
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def get(self, i: int) -> Any:
+        """Element ``i``."""
+        raise NotImplementedError
+
+    def gather(self, idx: np.ndarray) -> Any:
+        """The elements at ``idx`` stacked on a new leading axis."""
+        return stack_elements([self.get(int(i)) for i in idx])
+
+
+class ArraysAccess(RandomAccess):
+    """Random access into the leading axis of a nest of numpy arrays."""
+
+    materialized = True
+
+    def __init__(self, tdef: Any, leaves: list[np.ndarray]):
+        self.tdef = tdef
+        self.leaves = leaves
+        self.n = int(leaves[0].shape[0]) if leaves else 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def get(self, i: int) -> Any:
+        if self.tdef is st.LEAF:
+            return self.leaves[0][i]
+        return st.unflatten(self.tdef, [a[i] for a in self.leaves])
+
+    def gather(self, idx: np.ndarray) -> Any:
+        if self.tdef is st.LEAF:
+            return self.leaves[0][idx]
+        return st.unflatten(self.tdef, [a[idx] for a in self.leaves])
+
+
+def stack_elements(
+    elements: list[Any], *, what: str = "batch", first_index: int | None = None
+) -> Any:
+    """Stack same-shaped elements on a new leading axis; clear errors otherwise.
+
+    ``first_index`` is the dataset position of ``elements[0]``, named in errors.
+    """
+    from ..errors import BatchShapeError, StructureMismatchError
+
+    tdef = st.treedef(elements[0])
+    flats = [st.flatten(e) for e in elements]
+    at = "" if first_index is None else f" (dataset element {first_index} onwards)"
+    for n, e in enumerate(elements):
+        if len(flats[n]) != len(flats[0]) or st.treedef(e) != tdef:
+            raise StructureMismatchError(
+                f"{what}{at}: element {n} of the batch has structure {st.describe(st.treedef(e))}, "
+                f"element 0 has {st.describe(tdef)}. Every element of a dataset must have the same nesting."
+            )
+    out = []
+    for j, column in enumerate(zip(*flats, strict=True)):
+        try:
+            out.append(np.stack(column))
+        except ValueError:
+            shape0 = np.shape(column[0])
+            bad = next(i for i, c in enumerate(column) if np.shape(c) != shape0)
+            comp = "" if len(flats[0]) == 1 else f" (component {j})"
+            where = "" if first_index is None else f" = dataset element {first_index + bad}"
+            raise BatchShapeError(
+                f"{what}: cannot stack elements of different shapes{comp}: element 0 of the batch "
+                f"has shape {shape0}, element {bad}{where} has shape {np.shape(column[bad])}. "
+                "Use padded_batch(batch_size) to pad them to a common shape, or map them to one "
+                "shape first."
+            ) from None
+    return st.unflatten(tdef, out)
+
+
+class IndexIterator(DatasetIterator):
+    """A node iterator that can yield indices into ``self.base`` (a ``RandomAccess``).
+
+    ``indexable`` may change while iterating (a ``repeat`` whose next epoch
+    reads a cache that is not filled yet): callers check it before each
+    ``next_indices`` call, and ``next_indices`` returns ``None`` when the
+    iterator stopped being indexable, in which case ``__next__`` still works.
+    """
+
+    indexable = True
+    base: RandomAccess
+
+    def next_indices(self, k: int) -> np.ndarray | None:
+        """Up to ``k`` next indices (int64); an empty array means the end, ``None`` "use __next__"."""
+        raise NotImplementedError
+
+    def __next__(self) -> Any:
+        idx = self.next_indices(1)
+        if idx.size == 0:
+            raise StopIteration
+        return self.base.get(int(idx[0]))
+
+
+class AccessIterator(IndexIterator):
+    """Iterates a ``RandomAccess`` in order; its state is the next position."""
+
+    def __init__(self, base: RandomAccess):
+        self.base = base
+        self.pos = 0
+        self.n = len(base)
+
+    def next_indices(self, k: int) -> np.ndarray:
+        end = min(self.pos + k, self.n)
+        out = np.arange(self.pos, end, dtype=np.int64)
+        self.pos = end
+        return out
+
+    def __next__(self) -> Any:
+        if self.pos >= self.n:
+            raise StopIteration
+        self.pos += 1
+        return self.base.get(self.pos - 1)
+
+    def get_state(self) -> dict[str, Any]:
+        return {"i": self.pos}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.pos = int(state["i"])
+
+
+class Iterator:
+    """An iterator over a ``Dataset``, with a saveable position, as ``tf.data.Iterator``.
+
+    Made by ``iter(dataset)`` or ``dataset.as_numpy_iterator()``. Elements are
+    numpy arrays in the dataset's nesting. An exhausted iterator raises
+    ``StopIteration`` (``get_next`` raises ``tf``'s ``OutOfRangeError``
+    equivalent, ``StopIteration``, too).
+
+    ``get_state()`` returns a small JSON-serializable dict (positions, epoch
+    counters and seeds, never element data); ``set_state(state)`` on an
+    iterator of an identically built dataset resumes with exactly the same
+    remaining elements in the same order.
+
+    Example:
+        >>> from phalanx.data import Dataset
+        >>> it = iter(Dataset.range(5).shuffle(5, seed=1))
+        >>> first = next(it)
+        >>> state = it.get_state()
+        >>> rest = list(it)
+        >>> it2 = iter(Dataset.range(5).shuffle(5, seed=1))
+        >>> it2.set_state(state)
+        >>> [int(x) for x in it2] == [int(x) for x in rest]
+        True
+    """
+
+    def __init__(self, dataset: Any, *, iteration: int, root_seed: int):
+        self._dataset = dataset
+        self._iteration = iteration
+        self._root_seed = root_seed
+        self._node = dataset._iterator(IterCtx(root_seed, (iteration,)))
+
+    def __iter__(self) -> Iterator:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self._node)
+
+    def get_next(self) -> Any:
+        """The next element; raises ``StopIteration`` at the end."""
+        return next(self._node)
+
+    @property
+    def element_spec(self) -> Any:
+        """The ``TensorSpec`` nest of the elements (the dataset's ``element_spec``)."""
+        return self._dataset.element_spec
+
+    def get_state(self) -> dict[str, Any]:
+        """The iterator's position as a small JSON-serializable dict.
+
+        Raises:
+            NotCheckpointableError: A node of the pipeline cannot save its position
+                (the message says which and why).
+        """
+        return {
+            "format": STATE_FORMAT,
+            "pipeline": self._dataset._signature(),
+            "root_seed": self._root_seed,
+            "iteration": self._iteration,
+            "node": self._node.get_state(),
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Resume at a position saved by ``get_state`` (of this or an identically built dataset).
+
+        Raises:
+            IteratorStateError: The state was saved from a different pipeline.
+        """
+        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
+            raise IteratorStateError(
+                f"set_state expected a dict made by Iterator.get_state() with format {STATE_FORMAT!r}; "
+                f"got {type(state).__name__} {str(state)[:80]}."
+            )
+        mine = self._dataset._signature()
+        if state["pipeline"] != mine:
+            raise IteratorStateError(
+                "set_state got the state of a different pipeline: it was saved from "
+                f"{state['pipeline']!r}, this iterator's dataset is {mine!r}. Rebuild the dataset "
+                "with the same transformations before restoring."
+            )
+        self._node.close()
+        self._iteration = int(state["iteration"])
+        self._root_seed = int(state["root_seed"])
+        self._node = self._dataset._iterator(IterCtx(self._root_seed, (self._iteration,)))
+        self._node.set_state(state["node"])
+
+    def close(self) -> None:
+        """Stop the iterator's background threads (also done when it is garbage-collected)."""
+        self._node.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self._node.close()
+
+
+def new_root_seed() -> int:
+    """A fresh random 63-bit seed for the unseeded shuffles of one dataset."""
+    return secrets.randbits(63)

@@ -1,0 +1,150 @@
+"""``Dataset.prefetch``: a bounded producer thread that runs the pipeline ahead of the consumer.
+
+The producer thread holds the input iterator, never the consumer object, so
+an abandoned iterator is garbage-collected; its finalizer stops the thread
+(which wakes at least every 0.1 s). An error in the producer is re-raised in
+the consumer at the position where it happened. The checkpoint state is the
+input's state right after the last element the consumer received: every
+queued element carries that snapshot, so read-ahead is never saved.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import weakref
+from typing import Any
+
+from ..errors import DatasetArgumentError
+from ._dataset import Dataset
+from ._iterator import DatasetIterator
+from ._map import _safe_state, _unwrap_state
+from ._options import AUTOTUNE
+
+_OK, _END, _ERROR = 0, 1, 2
+_POLL_S = 0.1
+
+
+class PrefetchDataset(Dataset):
+    """``Dataset.prefetch``."""
+
+    _input_attrs = ("_input",)
+
+    def __init__(self, input_dataset: Dataset, buffer_size: int):
+        if buffer_size == AUTOTUNE:
+            buffer_size = 2
+        if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size <= 0:
+            raise DatasetArgumentError(
+                f"prefetch: buffer_size must be a positive int or AUTOTUNE (-1), got {buffer_size!r}. "
+                "Use prefetch(AUTOTUNE) or prefetch(2)."
+            )
+        self._input, self._size = input_dataset, int(buffer_size)
+
+    def _iterator(self, ctx):
+        return _PrefetchIterator(self._input._iterator(ctx), self._size)
+
+    def _cardinality(self) -> int:
+        return self._input._cardinality()
+
+    def _compute_spec(self):
+        return self._input.element_spec
+
+
+def _put(q: queue.Queue, stop: threading.Event, item: Any) -> bool:
+    while not stop.is_set():
+        try:
+            q.put(item, timeout=_POLL_S)
+            return True
+        except queue.Full:
+            continue
+    return False
+
+
+def _produce(child: DatasetIterator, q: queue.Queue, stop: threading.Event) -> None:
+    try:
+        while not stop.is_set():
+            try:
+                x = next(child)
+            except StopIteration:
+                _put(q, stop, (_END, None, _safe_state(child)))
+                return
+            if not _put(q, stop, (_OK, x, _safe_state(child))):
+                return
+    except BaseException as e:  # re-raised in the consumer
+        _put(q, stop, (_ERROR, e, None))
+    finally:
+        if stop.is_set():
+            child.close()
+
+
+def _shutdown(stop: threading.Event, q: queue.Queue) -> None:
+    stop.set()
+    try:
+        while True:
+            q.get_nowait()
+    except queue.Empty:
+        pass
+
+
+class _PrefetchIterator(DatasetIterator):
+    def __init__(self, child: DatasetIterator, size: int):
+        self.child, self.size = child, size
+        self.state = _safe_state(child)
+        self.thread: threading.Thread | None = None
+        self.done = False
+        self._finalizer = None
+
+    def _start(self) -> None:
+        self.q: queue.Queue = queue.Queue(maxsize=self.size)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(
+            target=_produce,
+            args=(self.child, self.q, self.stop),
+            name="phalanx-prefetch",
+            daemon=True,
+        )
+        self._finalizer = weakref.finalize(self, _shutdown, self.stop, self.q)
+        self.thread.start()
+
+    def __next__(self):
+        if self.done:
+            raise StopIteration
+        if self.thread is None:
+            self._start()
+        while True:
+            try:
+                kind, x, state = self.q.get(timeout=_POLL_S)
+                break
+            except queue.Empty:
+                if not self.thread.is_alive() and self.q.empty():
+                    self.done = True
+                    raise RuntimeError(
+                        "prefetch: the producer thread ended without a result"
+                    ) from None
+        if kind == _ERROR:
+            self.done = True
+            raise x
+        self.state = state
+        if kind == _END:
+            self.done = True
+            self.close()
+            raise StopIteration
+        return x
+
+    def close(self) -> None:
+        if self._finalizer is not None:
+            self._finalizer()
+            if self.thread is not threading.current_thread():
+                self.thread.join(timeout=1.0)
+            if self.thread.is_alive():
+                return  # the producer closes its input when it wakes
+        self.child.close()
+
+    def get_state(self):
+        return {"child": _unwrap_state(self.state)}
+
+    def set_state(self, state):
+        if self.thread is not None:
+            raise RuntimeError("prefetch: set_state must be called on a fresh iterator")
+        self.child.set_state(state["child"])
+        self.state = state["child"]

@@ -1,0 +1,231 @@
+"""Nested element structures: flatten, rebuild, convert, and ``TensorSpec``.
+
+An element is a numpy array (or numpy scalar) or a nest of tuples, namedtuples
+and dicts of them, as in tf.data. Lists are leaves: like ``tf.convert_to_tensor``
+they become one array. Dict leaves are ordered by sorted key, as ``tf.nest``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+LEAF = None  # the tree definition of a single leaf
+
+
+def _is_namedtuple(x: Any) -> bool:
+    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+def flatten(x: Any) -> list[Any]:
+    """The leaves of ``x`` in ``tf.nest`` order (dicts by sorted key)."""
+    if isinstance(x, tuple):
+        out: list[Any] = []
+        for c in x:
+            out.extend(flatten(c))
+        return out
+    if isinstance(x, dict):
+        out = []
+        for k in sorted(x):
+            out.extend(flatten(x[k]))
+        return out
+    return [x]
+
+
+def treedef(x: Any) -> Any:
+    """A hashable description of the nesting of ``x`` (``LEAF`` for a leaf)."""
+    if isinstance(x, tuple):
+        return (type(x), tuple(treedef(c) for c in x))
+    if isinstance(x, dict):
+        keys = tuple(sorted(x))
+        return (dict, keys, tuple(treedef(x[k]) for k in keys))
+    return LEAF
+
+
+def unflatten(tdef: Any, leaves: Sequence[Any]) -> Any:
+    """Rebuild the structure ``tdef`` from ``leaves`` (inverse of ``flatten``)."""
+    it = iter(leaves)
+    out = _build(tdef, it)
+    return out
+
+
+def _build(tdef: Any, it: Any) -> Any:
+    if tdef is LEAF:
+        return next(it)
+    if tdef[0] is dict:
+        return {k: _build(t, it) for k, t in zip(tdef[1], tdef[2], strict=True)}
+    kind, children = tdef
+    values = [_build(t, it) for t in children]
+    return kind(*values) if _is_namedtuple_type(kind) else kind(values)
+
+
+def _is_namedtuple_type(kind: type) -> bool:
+    return issubclass(kind, tuple) and hasattr(kind, "_fields")
+
+
+def num_leaves(tdef: Any) -> int:
+    """How many leaves the structure ``tdef`` holds."""
+    if tdef is LEAF:
+        return 1
+    children = tdef[2] if tdef[0] is dict else tdef[1]
+    return sum(num_leaves(t) for t in children)
+
+
+def map_structure(fn: Callable[..., Any], *xs: Any) -> Any:
+    """Apply ``fn`` leaf-wise to structures of the same shape."""
+    tdef = treedef(xs[0])
+    flats = [flatten(x) for x in xs]
+    return unflatten(tdef, [fn(*leaves) for leaves in zip(*flats, strict=True)])
+
+
+def describe(tdef: Any) -> str:
+    """A short human description of a structure, for error messages."""
+    if tdef is LEAF:
+        return "array"
+    if tdef[0] is dict:
+        inner = ", ".join(f"{k!r}: {describe(t)}" for k, t in zip(tdef[1], tdef[2], strict=True))
+        return "{" + inner + "}"
+    kind, children = tdef
+    name = "" if kind is tuple else kind.__name__
+    return (
+        name
+        + "("
+        + ", ".join(describe(t) for t in children)
+        + ("," if len(children) == 1 else "")
+        + ")"
+    )
+
+
+def to_array(x: Any) -> Any:
+    """Convert a leaf as ``tf.convert_to_tensor`` would, but to numpy.
+
+    numpy arrays and scalars keep their dtype; Python floats become float32,
+    Python ints int64 and Python strings UTF-8 bytes, as TensorFlow does.
+    """
+    if isinstance(x, np.ndarray | np.generic):
+        return x
+    a = np.asarray(x)
+    if a.dtype == np.float64:
+        return a.astype(np.float32)
+    if a.dtype.kind == "i" and a.dtype != np.int64:
+        return a.astype(np.int64)
+    if a.dtype.kind == "U":
+        return np.char.encode(a, "utf-8")
+    if a.dtype == object:
+        raise TypeError(
+            f"phalanx.data elements must be numeric, bool or string arrays; got an object array "
+            f"from {type(x).__name__} {x!r:.80}. Convert it with numpy first."
+        )
+    return a
+
+
+def normalize(x: Any) -> Any:
+    """``to_array`` on every leaf of a nest (lists are leaves)."""
+    if isinstance(x, tuple):
+        values = [normalize(c) for c in x]
+        return type(x)(*values) if _is_namedtuple(x) else tuple(values)
+    if isinstance(x, dict):
+        return {k: normalize(v) for k, v in x.items()}
+    return to_array(x)
+
+
+class TensorSpec:
+    """The shape and dtype of one component of a dataset element, like ``tf.TensorSpec``.
+
+    ``None`` in ``shape`` is a dimension that can vary (for example the batch
+    dimension of ``batch(n)`` without ``drop_remainder``); ``shape=None`` is
+    unknown rank.
+
+    Args:
+        shape: A tuple of ints or ``None``s, or ``None`` for unknown rank.
+        dtype: Anything ``numpy.dtype`` accepts. Defaults to float32.
+        name: An optional name, kept for TensorFlow compatibility.
+
+    Example:
+        >>> TensorSpec((None, 3), "int64")
+        TensorSpec(shape=(None, 3), dtype=int64, name=None)
+    """
+
+    __slots__ = ("dtype", "name", "shape")
+
+    def __init__(self, shape: Sequence[int | None] | None, dtype: Any = np.float32, name=None):
+        self.shape = None if shape is None else tuple(None if d is None else int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.name = name
+
+    @classmethod
+    def from_value(cls, value: Any) -> TensorSpec:
+        """The spec of an array value."""
+        a = np.asarray(value)
+        return cls(a.shape, a.dtype)
+
+    def is_compatible_with(self, value: Any) -> bool:
+        """Whether ``value`` (an array or a spec) has a compatible shape and the same dtype."""
+        other = value if isinstance(value, TensorSpec) else TensorSpec.from_value(value)
+        return other.dtype == self.dtype and shapes_compatible(self.shape, other.shape)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, TensorSpec)
+            and self.shape == other.shape
+            and self.dtype == other.dtype
+            and self.name == other.name
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype))
+
+    def __repr__(self) -> str:
+        return f"TensorSpec(shape={self.shape}, dtype={self.dtype.name}, name={self.name!r})"
+
+
+def shapes_compatible(a: tuple | None, b: tuple | None) -> bool:
+    """Whether two shapes (with ``None`` wildcards) can describe the same array."""
+    if a is None or b is None:
+        return True
+    if len(a) != len(b):
+        return False
+    return all(x is None or y is None or x == y for x, y in zip(a, b, strict=True))
+
+
+def spec_of(element: Any) -> Any:
+    """The nest of ``TensorSpec`` describing one element."""
+    return map_structure(TensorSpec.from_value, element)
+
+
+def relax_leading(spec: Any) -> Any:
+    """``spec`` with the leading dimension of every component made ``None``."""
+
+    def relax(s: TensorSpec) -> TensorSpec:
+        if not s.shape:
+            return s
+        return TensorSpec((None, *s.shape[1:]), s.dtype, s.name)
+
+    return map_structure(relax, spec)
+
+
+def call_unpacked(fn: Callable[..., Any], element: Any) -> Any:
+    """Call ``fn`` as tf.data does: a tuple element is unpacked into positional arguments."""
+    if isinstance(element, tuple) and not _is_namedtuple(element):
+        return fn(*element)
+    return fn(element)
+
+
+def encode_treedef(tdef: Any) -> Any:
+    """A JSON-able form of a tree definition (namedtuples become tuples)."""
+    if tdef is LEAF:
+        return None
+    if tdef[0] is dict:
+        return {"dict": list(tdef[1]), "children": [encode_treedef(t) for t in tdef[2]]}
+    return {"tuple": [encode_treedef(t) for t in tdef[1]]}
+
+
+def decode_treedef(obj: Any) -> Any:
+    """Inverse of ``encode_treedef``."""
+    if obj is None:
+        return LEAF
+    if "dict" in obj:
+        return (dict, tuple(obj["dict"]), tuple(decode_treedef(t) for t in obj["children"]))
+    return (tuple, tuple(decode_treedef(t) for t in obj["tuple"]))
