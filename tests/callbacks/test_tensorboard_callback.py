@@ -157,3 +157,11 @@ def test_unsupported_options_say_so():
         NotImplementedError, match=r"profile_batch=5.*not supported.*leave profile_batch=0"
     ):
         TensorBoard(profile_batch=5)
+
+
+def test_resumed_run_continues_the_step_count(model, tmp_path):
+    board = TensorBoard(log_dir=str(tmp_path), update_freq=2)
+    fit(model, [board], train_logs=TRAIN, initial_epoch=2, steps=4)
+    scalars = read_scalars(str(tmp_path / "train"))
+    assert [s for s, _ in scalars["batch_loss"]] == [10, 12]  # epoch 2 = steps 9..12
+    assert [s for s, _ in scalars["epoch_loss"]] == [2]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any
 
@@ -143,7 +142,7 @@ class ModelCheckpoint(MonitorCallback):
         current = self._monitor_value(logs)
         if current is None:
             return True  # Keras saves when it cannot compare
-        best = "inf" if math.isinf(self.best) else f"{self.best:.5f}"
+        best = f"{self.best:.5f}"  # "inf" before the first value, as Keras
         if self._is_improvement(current, self.best):
             if self.verbose > 0:
                 _process.print_msg(

@@ -93,13 +93,12 @@ class Progbar:
         self._last_draw = -math.inf
         self._first_update: tuple[int, float] | None = None
         self._values: dict[str, Any] = {}
-        self._seen = 0
         self._live: Live | None = None
         self._finished = False
         self._live_failed = False
 
     @property
-    def live(self) -> bool:
+    def dynamic(self) -> bool:
         """Whether the bar redraws in place (a terminal or notebook) rather than printing plain."""
         return self.console.is_terminal or self.console.is_jupyter
 
@@ -117,7 +116,6 @@ class Progbar:
         if finalize is None:
             finalize = self.target is not None and current >= self.target
         self._values.update(values or {})
-        self._seen = current
         now = self._clock()
         per_step = self._step_duration(current, now)
         if self.verbose == 1:
@@ -146,7 +144,7 @@ class Progbar:
         return (now - self._start) / current
 
     def _draw(self, current: int, now: float, per_step: float, finalize: bool) -> None:
-        if not self.live or self._live_failed:
+        if not self.dynamic or self._live_failed:
             if finalize:
                 self.print_line(self._bar_line(current, now, per_step, finalize))
             return
@@ -173,7 +171,7 @@ class Progbar:
 
     def print_line(self, text: Text) -> None:
         """Prints one finished line above (or instead of) the live bar."""
-        if self.live:
+        if self.dynamic:
             self.console.print(text, soft_wrap=True, highlight=False)
         else:
             self.console.file.write(text.plain + "\n")
