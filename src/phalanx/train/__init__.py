@@ -1,0 +1,29 @@
+"""The Keras-style surface: ``Sequential``, layers, losses, metrics and optimizers.
+
+The lead engineer's ``Model``, ``compile``/``fit`` and step functions build on
+these pieces; the protocols they rely on are documented in
+:mod:`phalanx.train._network` (build, call, random keys, batch statistics),
+:mod:`phalanx.train._logits` (stable cross-entropy), :mod:`phalanx.train._metric`
+(pure, additive metric states) and :mod:`phalanx.train._learning_rate`
+(reading and setting an optimizer state's learning rate).
+"""
+
+from . import layers as layers
+from . import losses as losses
+from ._logits import Logits as Logits
+from ._network import Sequential as Sequential
+from ._state import NON_TRAINABLE as NON_TRAINABLE
+from ._state import TRAINABLE as TRAINABLE
+from ._state import count_params as count_params
+from ._state import split_state as split_state
+
+__all__ = [
+    "NON_TRAINABLE",
+    "TRAINABLE",
+    "Logits",
+    "Sequential",
+    "count_params",
+    "layers",
+    "losses",
+    "split_state",
+]

@@ -1,0 +1,238 @@
+"""``Layer``: a Keras layer config that builds its flax.nnx module on first use.
+
+flax.nnx modules need their input sizes at construction (``nnx.Linear(784,
+128)``); Keras layers learn them from the first input (``Dense(128)``). A
+phalanx layer is an ``nnx.Module`` that holds its Keras configuration as static
+attributes and, once ``build(input_shape, rngs)`` is called, the nnx module(s)
+that do the work as children. After ``build`` it is an ordinary nnx graph
+node: ``nnx.split``/``nnx.merge``/``nnx.state`` see its parameters.
+
+Shapes given to and returned by ``build`` and ``compute_output_shape`` are per
+example, without the batch axis, as Keras's ``input_shape=`` argument; a
+``None`` entry is a size known only at call time (a sequence length).
+
+Layers are built eagerly, outside ``jit``: a layer called on a traced array
+before it is built raises :class:`~phalanx.errors.NotBuiltError`. A built
+layer checks every input's shape when it is traced, so a wrong shape fails
+with the layer's name before XLA compiles anything.
+
+Random keys: ``__call__(x, training=..., rngs=...)`` takes an optional
+``jax.random`` key (or ``nnx.Rngs``) that only layers drawing random numbers
+in training (``Dropout``) use; the layer holds no random state of its own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from ..errors import LayerShapeError, NotBuiltError
+from . import _activations
+
+Shape = tuple[int | None, ...]
+
+
+def snake_case(name: str) -> str:
+    """Keras's layer naming: ``Conv2D`` -> ``conv2d``, ``MaxPooling2D`` -> ``max_pooling2d``."""
+    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
+def normalize_shape(shape: Any, what: str = "input_shape") -> Shape | None:
+    """Returns ``shape`` as a tuple of ints (or None entries), or None for None."""
+    if shape is None:
+        return None
+    if isinstance(shape, int | np.integer):
+        return (int(shape),)
+    try:
+        return tuple(None if d is None else int(d) for d in shape)
+    except TypeError:
+        raise TypeError(
+            f"{what} must be a tuple of ints (per example, without the batch axis), "
+            f"got {type(shape).__name__} {shape!r}."
+        ) from None
+
+
+def format_shape(shape: Sequence[int | None] | None, batch: Any = None) -> str:
+    """Formats a per-example shape with a leading batch entry: ``(None, 784)``."""
+    if shape is None:
+        return "?"
+    dims = ["None" if d is None else str(d) for d in (batch, *shape)]
+    return "(" + ", ".join(dims) + (",)" if len(dims) == 1 else ")")
+
+
+def shapes_match(expected: Shape, received: Shape) -> bool:
+    """True when ``received`` has ``expected``'s rank and sizes (None matches any size)."""
+    if len(expected) != len(received):
+        return False
+    return all(e is None or r is None or e == r for e, r in zip(expected, received, strict=True))
+
+
+def _is_traced(x: Any) -> bool:
+    return isinstance(x, jax.core.Tracer)
+
+
+class Layer(nnx.Module):
+    """Base class of phalanx's Keras-style layers.
+
+    Subclasses implement ``compute_output_shape``, ``_build`` (create the nnx
+    children) and ``call``; optionally ``_check_input_shape`` (raise on a shape
+    the layer cannot take) and, when they apply an ``activation``,
+    ``pre_activation`` (the values before it).
+
+    Args:
+      name: the layer's name; a network gives unnamed layers unique Keras names
+        (``dense``, ``dense_1``, ...).
+      input_shape: the per-example input shape (without the batch axis), as
+        Keras's ``input_shape=``; only meaningful on a network's first layer.
+      dtype: the computation dtype (parameters stay float32); None keeps the
+        input's floating dtype.
+    """
+
+    _has_activation = False
+
+    def __init__(self, *, name: str | None = None, input_shape: Any = None, dtype: Any = None):
+        self.name = name
+        self.declared_input_shape = normalize_shape(input_shape)
+        self.dtype = None if dtype is None else jnp.dtype(dtype)
+        self.built = False
+        self.built_input_shape: Shape | None = None
+        self.output_shape: Shape | None = None
+
+    # -- what subclasses implement ----------------------------------------------------
+    def compute_output_shape(self, input_shape: Shape) -> Shape:
+        """Returns the per-example output shape for a per-example input shape."""
+        return tuple(input_shape)
+
+    def _check_input_shape(self, input_shape: Shape) -> None:
+        """Raises :class:`LayerShapeError` when the layer cannot take ``input_shape``."""
+
+    def _build(self, input_shape: Shape, rngs: nnx.Rngs) -> None:
+        """Creates the nnx children for ``input_shape``; layers without weights do nothing."""
+
+    def call(self, x: jax.Array, *, training: bool, rngs: Any) -> jax.Array:
+        """Applies the built layer to a batch ``x``."""
+        return self.activation_fn(self.pre_activation(x, training=training, rngs=rngs))
+
+    def pre_activation(self, x: jax.Array, *, training: bool, rngs: Any) -> jax.Array:
+        """The layer's output before its activation (for layers with ``activation=``)."""
+        raise NotImplementedError(f"{type(self).__name__} has no activation.")
+
+    # -- activation ------------------------------------------------------------------
+    @property
+    def activation_name(self) -> str | None:
+        """The Keras name of the activation this layer ends with, or None."""
+        if not self._has_activation:
+            return None
+        return _activations.name_of(self.activation)
+
+    @property
+    def activation_fn(self):
+        """The activation function (identity for layers without one)."""
+        return _activations.get(self.activation if self._has_activation else None)
+
+    # -- building ----------------------------------------------------------------------
+    def _error(self, message: str) -> LayerShapeError:
+        return LayerShapeError(f"Layer '{self.name}' ({type(self).__name__}) {message}")
+
+    def _require_rank(self, input_shape: Shape, rank: int, layout: str, hint: str = "") -> None:
+        if len(input_shape) != rank:
+            raise self._error(
+                f"expects inputs of rank {rank + 1} {layout}, received shape "
+                f"{format_shape(input_shape)}." + (f" {hint}" if hint else "")
+            )
+
+    def _require_known(self, input_shape: Shape, axes: Sequence[int], what: str) -> None:
+        if any(input_shape[a] is None for a in axes):
+            raise self._error(
+                f"needs a known {what} to create its weights, received shape "
+                f"{format_shape(input_shape)}."
+            )
+
+    def build(self, input_shape: Any, rngs: nnx.Rngs | int | None = None) -> Shape:
+        """Creates the layer's weights for a per-example ``input_shape``.
+
+        Args:
+          input_shape: the shape of one example (without the batch axis).
+          rngs: an ``nnx.Rngs`` (its ``params`` stream initializes the weights),
+            an int seed, or None for seed 0.
+
+        Returns:
+          The per-example output shape.
+
+        Raises:
+          LayerShapeError: the layer cannot take inputs of this shape.
+        """
+        shape = normalize_shape(input_shape)
+        if self.name is None:
+            self.name = snake_case(type(self).__name__)
+        self._check_input_shape(shape)
+        if not isinstance(rngs, nnx.Rngs):
+            rngs = nnx.Rngs(0 if rngs is None else rngs)
+        self._build(shape, rngs)
+        self.built_input_shape = shape
+        self.output_shape = normalize_shape(self.compute_output_shape(shape))
+        self.built = True
+        return self.output_shape
+
+    def check_input(self, x: Any) -> None:
+        """Raises :class:`LayerShapeError` when a batch ``x`` does not fit the built layer."""
+        received = tuple(x.shape[1:])
+        if not shapes_match(self.built_input_shape, received):
+            raise self._error(
+                f"was built for inputs of shape {format_shape(self.built_input_shape)}, "
+                f"received {format_shape(received, x.shape[0] if x.ndim else None)}."
+            )
+
+    def __call__(self, x: Any, *, training: bool = False, rngs: Any = None) -> jax.Array:
+        """Applies the layer to a batch ``x`` (leading batch axis), building it first if needed.
+
+        Args:
+          x: a batch, shape ``[batch, *input_shape]``.
+          training: True in a training step (dropout active, batch statistics).
+          rngs: a ``jax.random`` key or ``nnx.Rngs`` for random layers in training.
+
+        Returns:
+          The layer's output for the batch.
+
+        Raises:
+          NotBuiltError: the layer is unbuilt and ``x`` is traced (build it eagerly).
+          LayerShapeError: ``x`` does not have the shape the layer was built for.
+        """
+        if not self.built:
+            if _is_traced(x):
+                raise NotBuiltError(
+                    f"Layer '{self.name or snake_case(type(self).__name__)}' "
+                    f"({type(self).__name__}) is not built and was called inside a jitted "
+                    "function. Call layer.build(input_shape) (or the network's build) "
+                    "before jit."
+                )
+            x = jnp.asarray(x)
+            self.build(x.shape[1:])
+        self.check_input(x)
+        return self.call(x, training=training, rngs=rngs)
+
+    # -- weights -----------------------------------------------------------------------
+    def count_params(self) -> int:
+        """Returns the number of weights: trainable (``nnx.Param``) plus ``nnx.BatchStat``."""
+        return count_params(self, nnx.Param) + count_params(self, nnx.BatchStat)
+
+    def _cast(self, x: jax.Array) -> jax.Array:
+        """Casts an input to the layer's compute dtype (integers become float32, as Keras)."""
+        if self.dtype is not None:
+            return x.astype(self.dtype)
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            return x.astype(jnp.float32)
+        return x
+
+
+def count_params(module: nnx.Module, variable_type: Any = nnx.Param) -> int:
+    """Returns the number of scalars in ``module``'s variables of ``variable_type``."""
+    state = nnx.state(module, variable_type)
+    return int(sum(np.prod(np.shape(leaf)) for leaf in jax.tree.leaves(state)))
