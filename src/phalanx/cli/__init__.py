@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 
 from ..cluster import cpu_device_count_from_env, set_cpu_device_count
-from . import _info, _records
+from . import _info, _launch, _records
 
-_SUBCOMMANDS = (_info, _records)
+_SUBCOMMANDS = (_info, _records, _launch)
 
 
 def build_parser() -> argparse.ArgumentParser:

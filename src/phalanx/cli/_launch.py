@@ -1,0 +1,129 @@
+"""``phalanx launch``: run N processes of a script as one job, and supervise them.
+
+    phalanx launch -n 2 --devices-per-process 2 -- train.py --epochs 3
+
+Each process finds its place through ``phalanx.cluster.initialize()`` (the
+``PHALANX_*`` variables); its output lines are prefixed with ``[i]``. When one
+process fails, the launcher ends the others within seconds and names it.
+With ``--nnodes M --node-rank R --coordinator HOST:PORT`` one launcher per
+machine runs a job across machines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..cluster._launcher import LaunchSpec, launch
+from ..cluster._resolver import split_address
+from ..errors import ClusterConfigError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Adds ``launch`` to the ``phalanx`` command."""
+    p = sub.add_parser(
+        "launch",
+        help="run N processes of a script as one distributed job, supervised",
+        description=__doc__.split("\n\n")[0],
+        usage="phalanx launch -n N [options] -- script.py [args ...]",
+    )
+    p.add_argument(
+        "-n", "--nprocs", type=int, required=True, metavar="N", help="processes on this machine"
+    )
+    p.add_argument(
+        "--devices-per-process",
+        type=int,
+        default=None,
+        metavar="K",
+        help="simulate K CPU devices in each process (PHALANX_CPU_DEVICES; default: --devices)",
+    )
+    p.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        metavar="P",
+        help="coordinator port on 127.0.0.1 (default: a free one)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="end the job after S seconds (exit 124)",
+    )
+    p.add_argument(
+        "--grace",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="seconds between SIGTERM and SIGKILL (default 5)",
+    )
+    p.add_argument(
+        "--nnodes",
+        type=int,
+        default=1,
+        metavar="M",
+        help="machines in the job; run one launcher on each",
+    )
+    p.add_argument(
+        "--node-rank", type=int, default=0, metavar="R", help="this machine's index in [0, M)"
+    )
+    p.add_argument(
+        "--coordinator",
+        default=None,
+        metavar="HOST:PORT",
+        help="process 0's address (required with --nnodes > 1)",
+    )
+    p.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        help="script.py and its arguments (or -m module, or a program)",
+    )
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Validates the options, starts the processes, returns the job's exit status."""
+    try:
+        spec = _spec(args)
+    except (ValueError, ClusterConfigError) as e:
+        print(f"phalanx launch: {e}", file=sys.stderr)
+        return 2
+    return launch(spec)
+
+
+def _spec(args: argparse.Namespace) -> LaunchSpec:
+    command = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        raise ValueError("nothing to run; usage: phalanx launch -n N -- script.py [args ...]")
+    if command[0].endswith(".py") or command[0] == "-m":
+        command = [sys.executable, *command]
+    if args.nprocs < 1 or args.nnodes < 1:
+        raise ValueError(
+            f"-n and --nnodes must be >= 1, got -n {args.nprocs} --nnodes {args.nnodes}."
+        )
+    if not 0 <= args.node_rank < args.nnodes:
+        raise ValueError(f"--node-rank must be in [0, {args.nnodes}), got {args.node_rank}.")
+    if args.nnodes > 1 and not args.coordinator:
+        raise ValueError(
+            "--nnodes > 1 needs --coordinator HOST:PORT: the address of node 0, where process 0 "
+            "runs, reachable from every machine (the same on every launcher)."
+        )
+    if args.coordinator:
+        split_address(args.coordinator)
+    devices = args.devices_per_process if args.devices_per_process is not None else args.devices
+    if devices is not None and devices < 1:
+        raise ValueError(f"--devices-per-process must be >= 1, got {devices}.")
+    return LaunchSpec(
+        command=command,
+        nprocs=args.nprocs,
+        nnodes=args.nnodes,
+        node_rank=args.node_rank,
+        coordinator=args.coordinator,
+        port=args.port,
+        devices_per_process=devices,
+        timeout=args.timeout,
+        grace=args.grace,
+    )

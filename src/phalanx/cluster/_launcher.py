@@ -1,0 +1,298 @@
+"""The local multi-process launcher behind ``phalanx launch``: start, prefix, supervise.
+
+Each process gets the ``PHALANX_*`` variables that ``resolve()`` reads and
+runs in its own process group. Its output (stdout and stderr merged) is
+copied line by line with a ``[i]`` prefix. The launcher watches them all:
+
+* a process that exits non-zero or is killed by a signal ends the job: the
+  others get SIGTERM, then SIGKILL after ``grace`` seconds, and the launcher
+  exits non-zero naming the process, its exit code or signal, and its last
+  lines of output. JAX alone would notice a dead process only after its
+  heartbeat timeout, and a Python error only after its shutdown barrier;
+* ``timeout`` bounds the whole job (exit status 124);
+* Ctrl-C (SIGINT) and SIGTERM are forwarded to every process group; a
+  second Ctrl-C kills at once;
+* on Linux each process gets SIGKILL if the launcher itself dies.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ._cpu import CPU_DEVICES_ENV
+from ._env import COORDINATOR_ENV, NUM_PROCESSES_ENV, PROCESS_ID_ENV
+
+RUN_DIR_ENV = "PHALANX_RUN_DIR"
+LOCAL_PROCESS_ID_ENV = "PHALANX_LOCAL_PROCESS_ID"
+TIMEOUT_EXIT = 124
+_POLL_S = 0.05
+
+
+@dataclass
+class _Child:
+    index: int  # global process id
+    popen: subprocess.Popen
+    tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=15))
+    reader: threading.Thread | None = None
+
+
+@dataclass
+class LaunchSpec:
+    """What to launch on this machine.
+
+    Attributes:
+      command: the program and its arguments (``[python, script.py, ...]``).
+      nprocs: processes on this machine.
+      nnodes: machines in the job; one launcher runs on each.
+      node_rank: this machine's index; its processes get ids
+        ``node_rank * nprocs + i``.
+      coordinator: ``host:port`` of process 0 (default ``127.0.0.1`` and a
+        free port, or ``port``); required when ``nnodes > 1``.
+      port: the coordinator port on 127.0.0.1 when ``coordinator`` is unset.
+      devices_per_process: simulated CPU devices per process (``PHALANX_CPU_DEVICES``).
+      timeout: seconds the whole job may run (None: no bound).
+      grace: seconds between SIGTERM and SIGKILL when ending processes.
+    """
+
+    command: Sequence[str]
+    nprocs: int
+    nnodes: int = 1
+    node_rank: int = 0
+    coordinator: str | None = None
+    port: int | None = None
+    devices_per_process: int | None = None
+    timeout: float | None = None
+    grace: float = 5.0
+
+
+def launch(spec: LaunchSpec, *, out=None, err=None) -> int:
+    """Runs ``spec.nprocs`` processes of ``spec.command`` and supervises them.
+
+    Args:
+      spec: what to run.
+      out: binary stream for the prefixed output (default ``sys.stdout.buffer``).
+      err: text stream for the launcher's own messages (default ``sys.stderr``).
+
+    Returns:
+      0 when every process exited 0; else the failing process's exit code,
+      ``128 + signal`` when it was killed, 124 after ``timeout``, 130 after Ctrl-C
+      (143 after SIGTERM).
+    """
+    return _Supervisor(spec, out or sys.stdout.buffer, err or sys.stderr).run()
+
+
+def free_port() -> int:
+    """Returns a TCP port that is free on this machine right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class _Supervisor:
+    def __init__(self, spec: LaunchSpec, out, err):
+        self.spec, self.out, self.err = spec, out, err
+        self.children: list[_Child] = []
+        self.lock = threading.Lock()
+        self.interrupts = 0
+        self.last_signal = signal.SIGINT
+        self.start = time.monotonic()
+
+    # The job ---------------------------------------------------------------------
+
+    def run(self) -> int:
+        run_dir = tempfile.mkdtemp(prefix="phalanx-launch-")
+        previous = self._install_signal_handlers()
+        try:
+            self._start_all(run_dir)
+            return self._supervise()
+        finally:
+            self._end_all()
+            for child in self.children:
+                if child.reader:
+                    child.reader.join(timeout=1.0)
+            self._restore_signal_handlers(previous)
+            shutil.rmtree(run_dir, ignore_errors=True)
+
+    def _start_all(self, run_dir: str) -> None:
+        coordinator = self.spec.coordinator or f"127.0.0.1:{self.spec.port or free_port()}"
+        total = self.spec.nnodes * self.spec.nprocs
+        for local in range(self.spec.nprocs):
+            index = self.spec.node_rank * self.spec.nprocs + local
+            env = dict(os.environ)
+            env.update(
+                {
+                    COORDINATOR_ENV: coordinator,
+                    NUM_PROCESSES_ENV: str(total),
+                    PROCESS_ID_ENV: str(index),
+                    LOCAL_PROCESS_ID_ENV: str(local),
+                    RUN_DIR_ENV: run_dir,
+                    "PYTHONUNBUFFERED": "1",
+                }
+            )
+            if self.spec.devices_per_process is not None:
+                env[CPU_DEVICES_ENV] = str(self.spec.devices_per_process)
+            popen = subprocess.Popen(
+                list(self.spec.command),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: signals reach all it starts
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            )
+            self.children.append(_Child(index, popen))
+        for child in self.children:
+            child.reader = threading.Thread(target=self._copy_output, args=(child,), daemon=True)
+            child.reader.start()
+
+    def _supervise(self) -> int:
+        deadline = None if self.spec.timeout is None else self.start + self.spec.timeout
+        while True:
+            if self.interrupts:
+                return self._interrupted()
+            failed = next((c for c in self.children if c.popen.poll() not in (None, 0)), None)
+            if failed is not None:
+                return self._failed(failed)
+            if all(c.popen.poll() == 0 for c in self.children):
+                return 0
+            if deadline is not None and time.monotonic() > deadline:
+                return self._timed_out()
+            time.sleep(_POLL_S)
+
+    # Endings ---------------------------------------------------------------------
+
+    def _failed(self, child: _Child) -> int:
+        code = child.popen.returncode
+        what = _describe_exit(code)
+        self._say(
+            f"process {child.index} {what} after {self._elapsed():.1f} s; ending the other "
+            f"{len(self._running())} process(es)."
+        )
+        self._end_all()
+        if child.reader:
+            child.reader.join(timeout=1.0)
+        self._say_tail(child)
+        self._say(f"failed: process {child.index} {what}.")
+        return code if code > 0 else 128 - code
+
+    def _timed_out(self) -> int:
+        running = self._running()
+        self._say(
+            f"the job ran past --timeout {self.spec.timeout:g} s; ending "
+            f"{', '.join(str(c.index) for c in running)} (still running)."
+        )
+        self._end_all()
+        for child in running:
+            self._say_tail(child)
+        return TIMEOUT_EXIT
+
+    def _interrupted(self) -> int:
+        sig = signal.Signals(self.last_signal)
+        self._say(f"got {sig.name}; forwarding it to every process.")
+        self._signal_all(sig)
+        self._wait_for_exit(self.spec.grace, stop_on_second_interrupt=True)
+        self._end_all()
+        return 128 + sig
+
+    def _end_all(self) -> None:
+        """SIGTERM to every running process group, SIGKILL after ``grace`` seconds."""
+        running = self._running()
+        if not running:
+            return
+        self._signal_all(signal.SIGTERM, running)
+        self._wait_for_exit(self.spec.grace, stop_on_second_interrupt=True)
+        self._signal_all(signal.SIGKILL, running)
+        for child in running:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.popen.wait(timeout=2.0)
+
+    def _wait_for_exit(self, seconds: float, *, stop_on_second_interrupt: bool) -> None:
+        end = time.monotonic() + seconds
+        while self._running() and time.monotonic() < end:
+            if stop_on_second_interrupt and self.interrupts > 1:
+                return
+            time.sleep(_POLL_S)
+
+    def _signal_all(self, sig: int, children: list[_Child] | None = None) -> None:
+        for child in self._running() if children is None else children:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(child.popen.pid, sig)
+
+    def _running(self) -> list[_Child]:
+        return [c for c in self.children if c.popen.poll() is None]
+
+    # Output ----------------------------------------------------------------------
+
+    def _copy_output(self, child: _Child) -> None:
+        prefix = f"[{child.index}] ".encode()
+        for line in iter(child.popen.stdout.readline, b""):
+            if not line.endswith(b"\n"):
+                line += b"\n"
+            child.tail.append(line.decode(errors="replace").rstrip("\n"))
+            with self.lock, contextlib.suppress(OSError, ValueError):
+                self.out.write(prefix + line)
+                self.out.flush()
+        child.popen.stdout.close()
+
+    def _say(self, message: str) -> None:
+        with self.lock:
+            print(f"phalanx launch: {message}", file=self.err, flush=True)
+
+    def _say_tail(self, child: _Child) -> None:
+        lines = list(child.tail)
+        if not lines:
+            self._say(f"process {child.index} printed nothing.")
+            return
+        body = "\n".join(f"  [{child.index}] {line}" for line in lines)
+        self._say(f"last {len(lines)} line(s) of process {child.index}:\n{body}")
+
+    def _elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    # Signals ---------------------------------------------------------------------
+
+    def _install_signal_handlers(self):
+        if threading.current_thread() is not threading.main_thread():
+            return None
+
+        def on_signal(signum, frame):
+            self.interrupts += 1
+            self.last_signal = signum
+            if self.interrupts > 1:
+                self._signal_all(signal.SIGKILL)
+
+        return {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    @staticmethod
+    def _restore_signal_handlers(previous) -> None:
+        for sig, handler in (previous or {}).items():
+            signal.signal(sig, handler)
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        hint = " (JAX aborts a process when the cluster fails)" if -code == signal.SIGABRT else ""
+        return f"was killed by {name} ({-code}){hint}"
+    return f"exited with code {code}"
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
