@@ -6,6 +6,7 @@ releases) on many machines. The public names mirror TensorFlow's
 """
 
 from . import cluster as cluster
+from . import datasets as datasets
 from . import distribute as distribute
 from . import errors as errors
 from .distribute import InputContext as InputContext
@@ -44,6 +45,7 @@ __all__ = [
     "ValueContext",
     "cluster",
     "compute_average_loss",
+    "datasets",
     "device",
     "distribute",
     "errors",

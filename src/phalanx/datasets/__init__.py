@@ -1,0 +1,12 @@
+"""Small real data sets for examples and the demo (``keras.datasets``'s role).
+
+- ``digits.load_data()``: scikit-learn's 1797 real 8x8 handwritten digits,
+  bundled with scikit-learn (offline).
+- ``mnist.load_data(path=None)``: MNIST from IDX or ``.npz`` files in a
+  directory, downloaded there (with a checksum check) when absent.
+"""
+
+from . import digits as digits
+from . import mnist as mnist
+
+__all__ = ["digits", "mnist"]
