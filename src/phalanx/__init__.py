@@ -6,6 +6,7 @@ releases) on many machines. The public names mirror TensorFlow's
 """
 
 from . import cluster as cluster
+from . import data as data
 from . import datasets as datasets
 from . import distribute as distribute
 from . import errors as errors
@@ -45,6 +46,7 @@ __all__ = [
     "ValueContext",
     "cluster",
     "compute_average_loss",
+    "data",
     "datasets",
     "device",
     "distribute",

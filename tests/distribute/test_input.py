@@ -1,0 +1,146 @@
+"""Distributed datasets: global batches split over replicas, partial batches, state."""
+
+import jax
+import numpy as np
+import pytest
+
+import phalanx
+from phalanx.data import Dataset
+from phalanx.distribute import InputContext, InputOptions
+from phalanx.errors import BatchNotDivisibleError
+
+
+def _ds(n=32, batch=8, **kw):
+    x = np.arange(n * 2, dtype=np.float32).reshape(n, 2)
+    y = np.arange(n, dtype=np.int32)
+    return Dataset.from_tensor_slices((x, y)).batch(batch, **kw), x, y
+
+
+def test_batches_are_global_arrays_split_over_replicas(strategy):
+    n = strategy.num_replicas_in_sync
+    ds, x, _y = _ds(batch=8 * n // n * n if n <= 8 else n)
+    dist = strategy.experimental_distribute_dataset(ds)
+    seen_x = []
+    for bx, _by in dist:
+        assert isinstance(bx, jax.Array)
+        assert bx.sharding.is_equivalent_to(strategy.batch_sharding, bx.ndim)
+        # Usable directly in run: each replica gets its slice.
+        out = strategy.run(lambda a: a.sum(axis=0), args=(bx,))
+        parts = strategy.experimental_local_results(out)
+        assert len(parts) == n
+        seen_x.append(np.asarray(bx))
+    np.testing.assert_array_equal(np.concatenate(seen_x), x)
+
+
+def test_alias_and_iter_get_next(mirrored8):
+    ds, x, _ = _ds()
+    it = iter(mirrored8.distribute_dataset(ds))
+    first = it.get_next()
+    np.testing.assert_array_equal(first[0], x[:8])
+
+
+def test_partial_batch_error_drop_pad(mirrored8):
+    ds, _x, y = _ds(n=20, batch=8)  # batches of 8, 8, 4
+    with pytest.raises(BatchNotDivisibleError, match=r"partial batch of 4 .*batches of 8"):
+        list(mirrored8.experimental_distribute_dataset(ds))
+    dropped = list(
+        mirrored8.experimental_distribute_dataset(ds, InputOptions(partial_batch="drop"))
+    )
+    assert len(dropped) == 2
+    padded = list(mirrored8.experimental_distribute_dataset(ds, InputOptions(partial_batch="pad")))
+    assert len(padded) == 3
+    (last_x, _last_y), mask = padded[-1]
+    assert last_x.shape == (8, 2)
+    np.testing.assert_array_equal(mask, [1, 1, 1, 1, 0, 0, 0, 0])
+    # Every example counted exactly once over the epoch.
+    total = sum(float((np.asarray(b[1]) * np.asarray(m)).sum()) for (b, m) in padded)
+    assert total == y.sum()
+
+
+def test_global_batch_not_divisible_by_replicas(mirrored8):
+    ds, _, _ = _ds(n=24, batch=12)
+    with pytest.raises(BatchNotDivisibleError, match=r"batch of 12 .* 8 replicas.* 8 and 16"):
+        next(iter(mirrored8.experimental_distribute_dataset(ds)))
+
+
+def test_distribute_datasets_from_function(mirrored8):
+    global_batch = 16
+    calls = []
+
+    def dataset_fn(ctx: InputContext):
+        calls.append(ctx)
+        per_replica = ctx.get_per_replica_batch_size(global_batch)
+        ds, _, _ = _ds(n=64, batch=1)
+        return (
+            ds.unbatch()
+            .shard(ctx.num_input_pipelines, ctx.input_pipeline_id)
+            .batch(per_replica * 8)
+        )
+
+    batches = list(mirrored8.distribute_datasets_from_function(dataset_fn))
+    assert len(calls) == 1
+    assert calls[0] == InputContext(1, 0, 8)
+    assert len(batches) == 4
+    assert batches[0][0].shape == (16, 2)
+
+
+def test_input_context_batch_size_errors():
+    assert InputContext(1, 0, 4).get_per_replica_batch_size(32) == 8
+    with pytest.raises(BatchNotDivisibleError, match=r"\(30\).*\(4\).*28 and 32"):
+        InputContext(1, 0, 4).get_per_replica_batch_size(30)
+
+
+def test_input_options_validation():
+    with pytest.raises(ValueError, match="partial_batch must be one of"):
+        InputOptions(partial_batch="sometimes")
+    with pytest.raises(ValueError, match=">= 1"):
+        InputOptions(experimental_per_replica_buffer_size=0)
+    with pytest.raises(ValueError, match="PER_REPLICA"):
+        InputOptions(
+            experimental_replication_mode=phalanx.distribute.InputReplicationMode.PER_REPLICA
+        )
+
+
+def test_host_batches_without_fetch_to_device(mirrored8):
+    ds, _x, _ = _ds()
+    dist = mirrored8.experimental_distribute_dataset(
+        ds, InputOptions(experimental_fetch_to_device=False)
+    )
+    first = next(iter(dist))
+    assert isinstance(first[0], np.ndarray)
+
+
+def test_iterator_state_resumes_exactly(mirrored8):
+    ds = Dataset.from_tensor_slices(np.arange(64, dtype=np.float32)).shuffle(16, seed=3).batch(8)
+    for k in range(8):
+        it = iter(mirrored8.experimental_distribute_dataset(ds))
+        for _ in range(k):
+            next(it)
+        state = it.get_state()
+        expected = [np.asarray(b) for b in it]  # the uninterrupted rest
+        resumed = iter(mirrored8.experimental_distribute_dataset(ds))
+        resumed.set_state(state)
+        rest = [np.asarray(b) for b in resumed]
+        assert len(rest) == len(expected) == 8 - k
+        for a, b in zip(rest, expected, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_producer_error_reaches_consumer(mirrored8):
+    def gen():
+        yield np.zeros((8, 2), np.float32)
+        raise RuntimeError("disk on fire")
+
+    dist = mirrored8.experimental_distribute_dataset(gen_iterable(gen))
+    it = iter(dist)
+    next(it)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        next(it)
+
+
+class gen_iterable:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __iter__(self):
+        return self.fn()
