@@ -4,7 +4,8 @@ Writes 60000 MNIST-shaped ``tf.train.Example`` records (784 float32 values and
 an int64 label) to a temporary directory and prints records/s for each stage,
 the median of several runs. TensorFlow 2.21's tf.data on the project's 2-core
 machine: raw read 300-440k records/s, per-record parse (map then batch)
-35-50k, batched parse (batch then parse_example) 300-330k.
+35-50k, batched parse (batch then parse_example) 300-330k. The last line is
+the whole ``TFRecordDataset(path).batch(1024).map(parse_example)`` pipeline.
 
 Run: python bench/tfrecord.py [--records N] [--runs R]
 """
@@ -19,6 +20,7 @@ import time
 
 import numpy as np
 
+from phalanx.data import TFRecordDataset
 from phalanx.data._example import serialize_example
 from phalanx.data._parse_example import FixedLenFeature, parse_example, parse_single_example
 from phalanx.data._tfrecord_io import TFRecordReader, TFRecordWriter
@@ -96,6 +98,14 @@ def main() -> None:
         print(
             f"read + batched parse:       {_rate(read_and_parse, n, args.runs):>10,.0f} records/s"
         )
+
+        pipeline = TFRecordDataset(path).batch(BATCH).map(lambda r: parse_example(r, SPEC))
+
+        def dataset() -> None:
+            for _ in pipeline:
+                pass
+
+        print(f"TFRecordDataset pipeline:   {_rate(dataset, n, args.runs):>10,.0f} records/s")
         out = parse_example(records[:BATCH], SPEC)
         assert np.array_equal(out["image"], images[:BATCH])
         assert np.array_equal(out["label"], labels[:BATCH])

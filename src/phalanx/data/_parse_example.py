@@ -641,7 +641,7 @@ def _layout_values(item, kind, segs, arr, records, first) -> Any:
             values = np.ascontiguousarray(arr[:, _seg_index(segs)]).view("<f4")
         count = values.shape[1]
     elif kind == KIND_INT64:
-        values = _decode_varint_columns(arr, segs, first)
+        values = _decode_varint_columns(arr, segs) if segs else np.zeros((m, 0), np.int64)
         count = values.shape[1]
     else:
         count = len(segs)
@@ -658,7 +658,7 @@ def _layout_values(item, kind, segs, arr, records, first) -> Any:
     return counts, values.astype(item.np_dtype, copy=False).reshape(-1)
 
 
-def _decode_varint_columns(arr: np.ndarray, segs, first: bytes) -> np.ndarray:
+def _decode_varint_columns(arr: np.ndarray, segs) -> np.ndarray:
     """Decodes the varints at ``segs`` in every row; all rows share the byte widths."""
     idx = _seg_index(segs)
     cols = arr[:, idx]

@@ -19,7 +19,6 @@ CRC-32C calls (in C) and one slice.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import struct
@@ -234,8 +233,11 @@ class TFRecordWriter:
         self.close()
 
     def __del__(self) -> None:  # pragma: no cover - best effort
-        with contextlib.suppress(Exception):
+        # Not contextlib.suppress: module globals may be gone at interpreter exit.
+        try:  # noqa: SIM105
             self.close()
+        except Exception:
+            pass
 
 
 class _InflatingSource:

@@ -1,0 +1,353 @@
+"""File sources: ``TFRecordDataset``, ``TextLineDataset`` and ``FixedLengthRecordDataset``.
+
+Each is a ``FileSourceDataset`` (so the FILE auto-shard policy gives each input
+pipeline its share of the files) that reads its files one after another with
+the resumable readers of ``_tfrecord_io`` and ``_line_and_fixed_io``. An
+element is one record as a 0-d object array holding ``bytes`` (what
+TensorFlow's ``.numpy()`` gives for strings); batches of them are object arrays
+that ``parse_example`` takes directly. Records are not stored as numpy ``S``
+arrays, which would drop trailing zero bytes (a serialized Example often ends
+with one).
+
+The iterator's state is ``{"file", "record", "offset"}``: the file's index, the
+next record's index in it and its byte offset in the (decompressed) file, so a
+restored iterator seeks straight to the record instead of re-reading the file.
+
+With ``num_parallel_reads`` or a ``Dataset`` of file names, the constructor
+returns ``names.interleave(one-file dataset, cycle_length=num_parallel_reads,
+block_length=1)``, as tf.data does: records come from the files in turn.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+
+from ..errors import DatasetArgumentError
+from ._dataset import Dataset
+from ._iterator import DatasetIterator
+from ._line_and_fixed_io import FixedLengthRecordReader, TextLineReader
+from ._options import AUTOTUNE
+from ._sources import FileSourceDataset, ListFilesDataset
+from ._structure import TensorSpec
+from ._tfrecord_io import TFRecordReader, normalize_compression_type
+
+__all__ = ["FixedLengthRecordDataset", "TFRecordDataset", "TextLineDataset"]
+
+_log = logging.getLogger("phalanx.data")
+
+
+def _record(data: bytes) -> np.ndarray:
+    out = np.empty((), object)
+    out[()] = data
+    return out
+
+
+def _split_parallel(cls, filenames: Any, num_parallel_reads: Any, make_one) -> Dataset | None:
+    """The interleaved dataset for a Dataset of names or parallel reads; None for a plain source."""
+    if num_parallel_reads not in (None, AUTOTUNE) and int(num_parallel_reads) <= 0:
+        raise DatasetArgumentError(
+            f"{cls.__name__}: num_parallel_reads must be a positive int or AUTOTUNE; "
+            f"received {num_parallel_reads!r}."
+        )
+    if isinstance(filenames, Dataset):
+        names = filenames
+    elif num_parallel_reads is None or num_parallel_reads == 1:
+        return None
+    else:
+        names = ListFilesDataset(filenames)
+        if len(names.filenames) <= 1:
+            return None
+    cycle = 1 if num_parallel_reads is None else num_parallel_reads
+    return names.interleave(make_one, cycle_length=cycle, block_length=1)
+
+
+class _RecordFileDataset(FileSourceDataset):
+    """A file source whose reader reports ``position == (record, offset)``."""
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        if not args and not kwargs:  # copy.copy and friends
+            return super().__new__(cls)
+        parallel = cls._parallel(*args, **kwargs)
+        return parallel if parallel is not None else super().__new__(cls)
+
+    @classmethod
+    def _parallel(cls, *args: Any, **kwargs: Any) -> Dataset | None:
+        return None
+
+    def _reader(self, filename: str, start: tuple[int, int] | None):
+        raise NotImplementedError
+
+    def _read_file(self, filename: str):
+        return iter(self._reader(filename, None))
+
+    def _iterator(self, ctx):
+        return _RecordFileIterator(self)
+
+    def _compute_spec(self):
+        return TensorSpec((), object)
+
+
+class _RecordFileIterator(DatasetIterator):
+    def __init__(self, ds: _RecordFileDataset):
+        self.ds = ds
+        self.file = 0
+        self.record = 0
+        self.offset: int | None = None
+        self.reader = None
+        self.it = None
+
+    def __next__(self) -> np.ndarray:
+        names = self.ds._filenames
+        while self.file < len(names):
+            if self.it is None:
+                start = None if self.offset is None else (self.record, self.offset)
+                self.reader = self.ds._reader(names[self.file], start)
+                self.it = iter(self.reader)
+            try:
+                data = next(self.it)
+            except StopIteration:
+                self._close_file()
+                self.file += 1
+                self.record, self.offset = 0, None
+                continue
+            self.record, self.offset = self.reader.position
+            return _record(data)
+        raise StopIteration
+
+    def _close_file(self) -> None:
+        if self.it is not None:
+            self.it.close()
+        damaged = getattr(self.reader, "damaged", None)
+        if damaged:
+            _log.warning(
+                "%s: skipped %d damaged records (record, byte offset, what): %s",
+                self.reader.path,
+                len(damaged),
+                damaged[:10],
+            )
+            damaged.clear()
+        self.it = self.reader = None
+
+    def close(self) -> None:
+        self._close_file()
+
+    def get_state(self) -> dict[str, Any]:
+        return {"file": self.file, "record": self.record, "offset": self.offset}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self._close_file()
+        self.file, self.record = int(state["file"]), int(state["record"])
+        self.offset = None if state.get("offset") is None else int(state["offset"])
+
+
+class TFRecordDataset(_RecordFileDataset):
+    """The records of one or more TFRecord files (``tf.data.TFRecordDataset``).
+
+    Every record's CRCs are checked. Elements are 0-d object arrays holding
+    the record's ``bytes``; batch them and parse the batch with
+    ``parse_example``. Checkpointable: a restored iterator resumes at the exact
+    record, seeking to its byte offset.
+
+    Args:
+        filenames: a file name, a list of them, or a ``Dataset`` of names
+            (e.g. ``Dataset.list_files(...)``).
+        compression_type: ``None`` or ``""``, ``"ZLIB"`` or ``"GZIP"``.
+        buffer_size: bytes to read at a time (phalanx reads at least 4 MiB).
+        num_parallel_reads: read this many files at a time, one record from
+            each in turn (tf.data's order); None reads them one after another.
+        skip_corrupt: skip records whose CRC does not match (and a truncated
+            tail), logging them, instead of raising ``DataLossError``.
+        name: accepted for TensorFlow compatibility.
+
+    Raises:
+        CorruptRecordError: while iterating, a record fails its CRC check.
+        TruncatedRecordError: while iterating, a file ends inside a record
+            (after every complete record of it).
+
+    Example:
+        >>> import os, tempfile
+        >>> from phalanx.data._tfrecord_io import TFRecordWriter
+        >>> path = os.path.join(tempfile.mkdtemp(), "a.tfrecord")
+        >>> with TFRecordWriter(path) as w:
+        ...     for i in range(3):
+        ...         w.write(b"record %d" % i)
+        >>> [r.item() for r in TFRecordDataset(path)]
+        [b'record 0', b'record 1', b'record 2']
+        >>> next(iter(TFRecordDataset([path, path], num_parallel_reads=2).batch(2)))
+        array([b'record 0', b'record 0'], dtype=object)
+    """
+
+    def __init__(
+        self,
+        filenames: Any,
+        compression_type: str | None = None,
+        buffer_size: int | None = None,
+        num_parallel_reads: int | None = None,
+        *,
+        skip_corrupt: bool = False,
+        name: str | None = None,
+    ):
+        super().__init__(filenames)
+        self._compression = normalize_compression_type(compression_type)
+        self._buffer_size = buffer_size
+        self._skip_corrupt = bool(skip_corrupt)
+
+    @classmethod
+    def _parallel(
+        cls,
+        filenames: Any,
+        compression_type: str | None = None,
+        buffer_size: int | None = None,
+        num_parallel_reads: int | None = None,
+        *,
+        skip_corrupt: bool = False,
+        name: str | None = None,
+    ) -> Dataset | None:
+        def one(filename: Any) -> Dataset:
+            return cls(filename, compression_type, buffer_size, skip_corrupt=skip_corrupt)
+
+        return _split_parallel(cls, filenames, num_parallel_reads, one)
+
+    def _reader(self, filename: str, start: tuple[int, int] | None) -> TFRecordReader:
+        return TFRecordReader(
+            filename,
+            self._compression,
+            buffer_size=self._buffer_size,
+            skip_corrupt=self._skip_corrupt,
+            start=start or (0, 0),
+        )
+
+
+class TextLineDataset(_RecordFileDataset):
+    """The lines of one or more text files (``tf.data.TextLineDataset``).
+
+    As TensorFlow: lines end at ``\\n`` (dropped), every ``\\r`` is dropped,
+    and a last line without ``\\n`` is kept unless empty. Elements are 0-d
+    object arrays holding the line's ``bytes``.
+
+    Args:
+        filenames: a file name, a list of them, or a ``Dataset`` of names.
+        compression_type: ``None`` or ``""``, ``"ZLIB"`` or ``"GZIP"``.
+        buffer_size: bytes to read at a time.
+        num_parallel_reads: files to read at a time, one line from each in turn.
+        name: accepted for TensorFlow compatibility.
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "a.txt")
+        >>> _ = open(path, "w").write("one\\ntwo\\n")
+        >>> [line.item() for line in TextLineDataset(path)]
+        [b'one', b'two']
+    """
+
+    def __init__(
+        self,
+        filenames: Any,
+        compression_type: str | None = None,
+        buffer_size: int | None = None,
+        num_parallel_reads: int | None = None,
+        *,
+        name: str | None = None,
+    ):
+        super().__init__(filenames)
+        self._compression = normalize_compression_type(compression_type)
+        self._buffer_size = buffer_size
+
+    @classmethod
+    def _parallel(
+        cls,
+        filenames: Any,
+        compression_type: str | None = None,
+        buffer_size: int | None = None,
+        num_parallel_reads: int | None = None,
+        *,
+        name: str | None = None,
+    ) -> Dataset | None:
+        def one(filename: Any) -> Dataset:
+            return cls(filename, compression_type, buffer_size)
+
+        return _split_parallel(cls, filenames, num_parallel_reads, one)
+
+    def _reader(self, filename: str, start: tuple[int, int] | None) -> TextLineReader:
+        return TextLineReader(
+            filename, self._compression, buffer_size=self._buffer_size, start=start or (0, 0)
+        )
+
+
+class FixedLengthRecordDataset(_RecordFileDataset):
+    """Fixed-length records of one or more binary files (``tf.data.FixedLengthRecordDataset``).
+
+    Args:
+        filenames: a file name, a list of them, or a ``Dataset`` of names.
+        record_bytes: the length of every record.
+        header_bytes: bytes to skip at the start of each file.
+        footer_bytes: bytes to ignore at the end of each file.
+        buffer_size: bytes to read at a time.
+        compression_type: ``None`` or ``""``, ``"ZLIB"`` or ``"GZIP"``.
+        num_parallel_reads: files to read at a time, one record from each in turn.
+        name: accepted for TensorFlow compatibility.
+
+    Raises:
+        ValueError: while iterating, an uncompressed file's body (without header
+            and footer) is not a multiple of ``record_bytes`` (before any record of it).
+        DataLossError: the same for a compressed file, after its complete records.
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "f.bin")
+        >>> _ = open(path, "wb").write(b"HEADER012345FOOTER")
+        >>> ds = FixedLengthRecordDataset(path, 2, header_bytes=6, footer_bytes=6)
+        >>> [r.item() for r in ds]
+        [b'01', b'23', b'45']
+    """
+
+    def __init__(
+        self,
+        filenames: Any,
+        record_bytes: int,
+        header_bytes: int | None = None,
+        footer_bytes: int | None = None,
+        buffer_size: int | None = None,
+        compression_type: str | None = None,
+        num_parallel_reads: int | None = None,
+        *,
+        name: str | None = None,
+    ):
+        super().__init__(filenames)
+        self._args = dict(
+            record_bytes=int(record_bytes),
+            header_bytes=header_bytes,
+            footer_bytes=footer_bytes,
+            compression_type=normalize_compression_type(compression_type),
+            buffer_size=buffer_size,
+        )
+        if self._args["record_bytes"] <= 0:
+            raise DatasetArgumentError(
+                f"FixedLengthRecordDataset: record_bytes must be positive; received {record_bytes!r}."
+            )
+
+    @classmethod
+    def _parallel(
+        cls,
+        filenames: Any,
+        record_bytes: int,
+        header_bytes: int | None = None,
+        footer_bytes: int | None = None,
+        buffer_size: int | None = None,
+        compression_type: str | None = None,
+        num_parallel_reads: int | None = None,
+        *,
+        name: str | None = None,
+    ) -> Dataset | None:
+        def one(filename: Any) -> Dataset:
+            return cls(
+                filename, record_bytes, header_bytes, footer_bytes, buffer_size, compression_type
+            )
+
+        return _split_parallel(cls, filenames, num_parallel_reads, one)
+
+    def _reader(self, filename: str, start: tuple[int, int] | None) -> FixedLengthRecordReader:
+        return FixedLengthRecordReader(filename, start=start, **self._args)
