@@ -135,13 +135,14 @@ def _normalize_shapes(padded_shapes, tdef, flat_spec) -> list[tuple | None]:
         return [None] * len(flat_spec)
     if tdef is st.LEAF:
         shapes = [padded_shapes]
-    elif st.treedef(padded_shapes) == tdef:
-        shapes = st.flatten(padded_shapes)
     else:
-        raise StructureMismatchError(
-            f"padded_batch: padded_shapes {padded_shapes!r} does not match the element structure "
-            f"{st.describe(tdef)}. Give one shape per component, nested like the elements."
-        )
+        try:
+            shapes = st.flatten_up_to(tdef, padded_shapes)
+        except (ValueError, TypeError, KeyError, IndexError):
+            raise StructureMismatchError(
+                f"padded_batch: padded_shapes {padded_shapes!r} does not match the element structure "
+                f"{st.describe(tdef)}. Give one shape per component, nested like the elements."
+            ) from None
     out = []
     for shape, s in zip(shapes, flat_spec, strict=True):
         if isinstance(shape, int | np.integer):

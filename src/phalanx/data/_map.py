@@ -273,7 +273,7 @@ class _RepeatIterator(IndexIterator):
 
     @property
     def base(self):
-        return self.child.base
+        return self._base
 
     def _next_epoch(self) -> bool:
         self.child.close()
@@ -305,6 +305,7 @@ class _RepeatIterator(IndexIterator):
                 return None
             if idx.size:
                 self.seen = True
+                self._base = self.child.base  # read now: the epoch may end on the next call
                 return idx
             self._next_epoch()
         return np.empty(0, np.int64)

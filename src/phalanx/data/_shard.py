@@ -27,6 +27,8 @@ share, and the shares together hold every element exactly once per epoch:
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import AutoShardError, BatchNotDivisibleError, DatasetArgumentError
 from ._batch import BatchDataset
 from ._dataset import Dataset, check_positive
@@ -76,14 +78,20 @@ class _ShardIterator(_PassIndex):
                 return x
 
     def next_indices(self, want):
-        first = self.pos + (self.i - self.pos) % self.k
-        end = first + (want - 1) * self.k + 1
-        raw = self.child.next_indices(end - self.pos)
-        if raw is None:
-            return None
-        start = first - self.pos
-        self.pos += raw.size
-        return raw[start :: self.k]
+        parts, got = [], 0
+        while got < want:
+            first = self.pos + (self.i - self.pos) % self.k
+            end = first + (want - got - 1) * self.k + 1
+            raw = self.child.next_indices(end - self.pos)
+            if raw is None:  # the input stopped being indexable: hand over what we have
+                return np.concatenate(parts) if parts else None
+            if raw.size == 0:
+                break
+            mine = raw[first - self.pos :: self.k]
+            self.pos += raw.size
+            parts.append(mine)
+            got += mine.size
+        return np.concatenate(parts) if parts else np.empty(0, np.int64)
 
     def get_state(self):
         return {"pos": self.pos, "child": self.child.get_state()}

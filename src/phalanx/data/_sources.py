@@ -186,9 +186,7 @@ class GeneratorDataset(Dataset):
 
 def _zip_specs(types: Any, shapes: Any) -> Any:
     tdef = st.treedef(types)
-    flat_shapes = (
-        st.flatten(shapes) if st.treedef(shapes) == tdef else [shapes] * len(st.flatten(types))
-    )
+    flat_shapes = st.flatten_up_to(tdef, shapes)
     return st.unflatten(
         tdef, [TensorSpec(s, t) for t, s in zip(st.flatten(types), flat_shapes, strict=True)]
     )

@@ -65,6 +65,17 @@ def _is_namedtuple_type(kind: type) -> bool:
     return issubclass(kind, tuple) and hasattr(kind, "_fields")
 
 
+def flatten_up_to(tdef: Any, x: Any) -> list[Any]:
+    """The subtrees of ``x`` at the leaves of ``tdef`` (e.g. one shape tuple per component)."""
+    if tdef is LEAF:
+        return [x]
+    if tdef[0] is dict:
+        return [v for k, t in zip(tdef[1], tdef[2], strict=True) for v in flatten_up_to(t, x[k])]
+    if len(x) != len(tdef[1]):
+        raise ValueError(f"expected {len(tdef[1])} entries nested like {describe(tdef)}, got {x!r}")
+    return [v for t, c in zip(tdef[1], x, strict=True) for v in flatten_up_to(t, c)]
+
+
 def num_leaves(tdef: Any) -> int:
     """How many leaves the structure ``tdef`` holds."""
     if tdef is LEAF:
