@@ -438,7 +438,10 @@ class TFRecordReader:
                     pos = 0
                     continue
                 length, length_crc = unpack_header(buf, pos)
-                if _mask(crc(buf[pos : pos + 8])) != length_crc:
+                c = crc(buf[pos : pos + 8])  # masked in line: this loop runs once per record
+                if (
+                    (((c >> 15) | (c << 17)) & 0xFFFFFFFF) + _MASK_DELTA
+                ) & 0xFFFFFFFF != length_crc:
                     if not resyncing:
                         self._corrupt(
                             index, offset, "length", length_crc, _mask(crc(buf[pos : pos + 8]))
@@ -463,7 +466,8 @@ class TFRecordReader:
                 data = buf[pos + _HEADER_BYTES : data_end]
                 (data_crc,) = unpack_u32(buf, data_end)
                 pos = data_end + _FOOTER_BYTES
-                if _mask(crc(data)) != data_crc:
+                c = crc(data)
+                if ((((c >> 15) | (c << 17)) & 0xFFFFFFFF) + _MASK_DELTA) & 0xFFFFFFFF != data_crc:
                     self._corrupt(index, offset, "data", data_crc, _mask(crc(data)))
                     index += 1
                     offset += length + 16
