@@ -144,3 +144,26 @@ class gen_iterable:
 
     def __iter__(self):
         return self.fn()
+
+
+def test_stacked_batches_for_several_steps_in_one_run(mirrored8):
+    import jax.numpy as jnp
+
+    x = np.arange(40 * 2, dtype=np.float32).reshape(40, 2)
+    ds = Dataset.from_tensor_slices(x).batch(8)  # 5 batches
+    groups = list(mirrored8.experimental_distribute_dataset(ds).stacked(2))
+    assert [g.shape for g in groups] == [(2, 8, 2), (2, 8, 2), (1, 8, 2)]
+
+    def several_steps(stack):  # each replica: [steps, 1, 2]
+        def step(total, batch):
+            return total + batch.sum(), None
+
+        # The carry varies by replica (it sums this replica's data): start it so.
+        total, _ = jax.lax.scan(step, jnp.zeros_like(stack[0, 0, 0]), stack)
+        return phalanx.get_replica_context().all_reduce("sum", total)
+
+    sums = [float(mirrored8.run(several_steps, args=(g,))) for g in groups]
+    np.testing.assert_allclose(sum(sums), x.sum())
+    np.testing.assert_allclose(sums[0], x[:16].sum())
+    with pytest.raises(ValueError, match="positive int"):
+        mirrored8.experimental_distribute_dataset(ds).stacked(0)

@@ -175,8 +175,33 @@ class DistributedDataset:
 
     def __iter__(self) -> DistributedIterator:
         return DistributedIterator(
-            self._strategy, iter(self._dataset), self._options, self._per_process_batch
+            self._strategy,
+            iter(self._dataset),
+            self._options,
+            self._per_process_batch,
+            stack=self._stack,
         )
+
+    _stack: int | None = None
+
+    def stacked(self, num_steps: int) -> DistributedDataset:
+        """The same batches, ``num_steps`` at a time: arrays ``[num_steps, batch, ...]``.
+
+        For several steps inside one compiled function (``lax.scan`` over the
+        leading axis inside ``strategy.run``): the arrays are split over the
+        replicas on axis 1, so each replica gets ``[num_steps, batch/N, ...]``.
+        The last group holds the steps that are left (fewer than ``num_steps``).
+
+        Raises:
+          ValueError: ``num_steps`` is not a positive int.
+        """
+        if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
+            raise ValueError(f"stacked(num_steps) needs a positive int, got {num_steps!r}.")
+        out = DistributedDataset(
+            self._strategy, self._dataset, self._options, per_process_batch=self._per_process_batch
+        )
+        out._stack = num_steps
+        return out
 
 
 class DistributedIterator:
@@ -188,8 +213,11 @@ class DistributedIterator:
         local_iterator: Any,
         options: InputOptions,
         per_process_batch: int | None,
+        *,
+        stack: int | None = None,
     ):
         self._strategy = strategy
+        self._stack = stack
         self._it = local_iterator
         self._options = options
         self._batch = per_process_batch
@@ -250,18 +278,29 @@ class DistributedIterator:
 
     def _produce(self) -> tuple:
         """One ``(kind, value, state after it)`` triple from the local pipeline."""
+        group = []
         try:
-            while True:
-                element = next(self._it)
-                batch = self._convert(element)
+            while len(group) < (self._stack or 1):
+                batch = self._host_batch(next(self._it))
                 if batch is not None:
-                    return ("value", batch, _get_state(self._it))
+                    group.append(batch)
         except StopIteration:
-            return ("end", None, None)
+            if not group:
+                return ("end", None, None)
         except Exception as e:  # re-raised in the consumer
             return ("error", e, None)
+        return ("value", self._to_devices(group), _get_state(self._it))
 
-    def _convert(self, element: Any) -> Any:
+    def _to_devices(self, group: list) -> Any:
+        if self._stack is None:
+            host = group[0]
+        else:
+            host = jax.tree.map(lambda *parts: np.stack(parts), *group)
+        if not self._options.experimental_fetch_to_device:
+            return host
+        return self._strategy._global_batch(host, stacked=self._stack is not None)
+
+    def _host_batch(self, element: Any) -> Any:
         host = jax.tree.map(np.asarray, element)
         sizes = {a.shape[0] if a.ndim else -1 for a in jax.tree.leaves(host)}
         if len(sizes) != 1 or -1 in sizes:
@@ -284,9 +323,7 @@ class DistributedIterator:
             mask = np.zeros(self._batch, np.float32)
             mask[:size] = 1.0
             host = (jax.tree.map(lambda a: _pad(a, self._batch), host), mask)
-        if not self._options.experimental_fetch_to_device:
-            return host
-        return self._strategy._global_batch(host)
+        return host
 
     def get_state(self) -> dict:
         """The position after the last batch returned (JSON-serializable)."""

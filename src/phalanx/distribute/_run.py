@@ -7,9 +7,10 @@ compiled with ``jax.jit``. Arguments are classified leaf by leaf:
 argument leaf                           each replica receives      in_spec
 ======================================  =========================  ==================
 inside ``PerReplica`` (``[N, ...]``)    its row ``[...]``          ``P('replica')``
-``jax.Array`` sharded on the batch      its slice of the batch     ``P('replica')``
-axis over this mesh (a distributed
-batch, ``strategy.shard_batch``)
+``jax.Array`` split over the replicas   its slice of that axis     ``P('replica')``,
+on one axis of this mesh (a                                        or ``P(None,
+distributed batch, ``shard_batch``;                                'replica')`` ...
+stacked batches split on axis 1)
 any other array, or inside ``Mirrored`` the whole value            ``P()``
 Python scalar, string, None             the value, as a constant   static
 ======================================  =========================  ==================
@@ -61,6 +62,7 @@ PER_REPLICA, BATCH, REPLICATED, STATIC = "per_replica", "batch", "replicated", "
 class _Leaf:
     kind: str
     signature: Any  # (shape, dtype) for arrays, the value for statics.
+    axis: int = 0  # for BATCH: the axis split over the replicas
 
 
 def _is_varying(x: jax.Array, axis: str) -> bool:
@@ -91,8 +93,9 @@ def _classify(strategy: Strategy, leaf: Any, wrapper: type | None) -> _Leaf:
                 "per replica."
             )
         return _Leaf(PER_REPLICA, signature)
-    if wrapper is None and strategy._is_batch_sharded(leaf):
-        return _Leaf(BATCH, signature)
+    axis = strategy._batch_axis(leaf) if wrapper is None else None
+    if axis is not None:
+        return _Leaf(BATCH, signature, axis)
     return _Leaf(REPLICATED, signature)
 
 
@@ -119,6 +122,14 @@ def _unflatten_args(top_tree, groups, leaves):
     return jax.tree.unflatten(top_tree, tops)
 
 
+def _in_spec(leaf: _Leaf, axis: str) -> P:
+    if leaf.kind == PER_REPLICA:
+        return P(axis)
+    if leaf.kind == BATCH:
+        return P(*([None] * leaf.axis), axis)
+    return P()
+
+
 class _Program:
     """One compiled ``run`` signature: the jitted shard_map and how to wrap its outputs."""
 
@@ -128,9 +139,7 @@ class _Program:
         self.top_tree, self.groups, self.kinds = top_tree, groups, kinds
         self.dynamic = [i for i, k in enumerate(kinds) if k.kind != STATIC]
         axis = strategy._axis_name
-        in_specs = tuple(
-            P(axis) if kinds[i].kind in (PER_REPLICA, BATCH) else P() for i in self.dynamic
-        )
+        in_specs = tuple(_in_spec(kinds[i], axis) for i in self.dynamic)
         self.varying = self._trace_varying(in_specs)
         out_specs = [P(axis) if v else P() for v in self.varying]
         mapped = jax.shard_map(

@@ -61,6 +61,7 @@ class Strategy:
         self._axis_name = REPLICA_AXIS
         self._mesh = Mesh(np.array(self._devices), (REPLICA_AXIS,), axis_types=(AxisType.Auto,))
         self._batch_sharding = NamedSharding(self._mesh, P(REPLICA_AXIS))
+        self._stacked_sharding = NamedSharding(self._mesh, P(None, REPLICA_AXIS))
         self._replicated = NamedSharding(self._mesh, P())
         self._runs = RunCache(self)
         processes = sorted({d.process_index for d in self._devices})
@@ -120,20 +121,30 @@ class Strategy:
 
     # -- placing values ----------------------------------------------------------
 
-    def _is_batch_sharded(self, x: Any) -> bool:
+    def _batch_axis(self, x: Any) -> int | None:
+        """The axis of ``x`` split over the replicas, or None if ``x`` is not split."""
         if not isinstance(x, jax.Array) or x.ndim == 0:
-            return False
+            return None
         sharding = x.sharding
         if isinstance(sharding, NamedSharding):
             # Named: by its spec, so that on one replica (where P() and P('replica')
             # are the same layout) a replicated value still counts as replicated.
-            spec = sharding.spec
-            return bool(spec) and spec[0] == self._axis_name and sharding.mesh == self._mesh
-        return self.num_replicas_in_sync > 1 and sharding.is_equivalent_to(
+            if sharding.mesh != self._mesh:
+                return None
+            axes = [i for i, name in enumerate(sharding.spec) if name == self._axis_name]
+            return axes[0] if len(axes) == 1 else None
+        if self.num_replicas_in_sync > 1 and sharding.is_equivalent_to(
             self._batch_sharding, x.ndim
-        )
+        ):
+            return 0
+        return None
+
+    def _is_batch_sharded(self, x: Any) -> bool:
+        return self._batch_axis(x) == 0
 
     def _place(self, x: Any, kind: str) -> jax.Array:
+        if kind == "batch":  # already split over the replicas, on whichever axis
+            return x
         target = self._replicated if kind == "replicated" else self._batch_sharding
         if isinstance(x, jax.Array) and x.sharding.is_equivalent_to(target, x.ndim):
             return x
@@ -167,7 +178,9 @@ class Strategy:
                     "or per-replica batch x num_replicas_in_sync), or batch the dataset with "
                     "drop_remainder=True."
                 )
-            return self._place(x, "batch")
+            if isinstance(x, jax.Array) and self._batch_axis(x) == 0:
+                return x
+            return jax.device_put(x, self._batch_sharding)
 
         leaves = jax.tree.leaves(batch)
         if leaves and np.ndim(leaves[0]):
@@ -177,16 +190,18 @@ class Strategy:
     def _check_batch(self, global_batch: int) -> None:
         """A hook for kinds with advice about batch sizes (TPUStrategy)."""
 
-    def _global_batch(self, local: Any) -> Any:
-        """Builds global batch arrays from this process's share (its rows of each batch)."""
+    def _global_batch(self, local: Any, *, stacked: bool = False) -> Any:
+        """Builds global batch arrays from this process's share (its rows of each batch).
+
+        With ``stacked``, the leaves are ``[steps, batch, ...]`` and split on axis 1.
+        """
         leaves = jax.tree.leaves(local)
         if leaves:
-            self._check_batch(int(np.shape(leaves[0])[0]) * self._num_processes)
+            self._check_batch(int(np.shape(leaves[0])[int(stacked)]) * self._num_processes)
+        sharding = self._stacked_sharding if stacked else self._batch_sharding
         if self._num_processes == 1:
-            return jax.device_put(local, self._batch_sharding)
-        return jax.tree.map(
-            lambda a: jax.make_array_from_process_local_data(self._batch_sharding, a), local
-        )
+            return jax.device_put(local, sharding)
+        return jax.tree.map(lambda a: jax.make_array_from_process_local_data(sharding, a), local)
 
     # -- distributed input -------------------------------------------------------
 
