@@ -138,50 +138,89 @@ class _MapIterator(DatasetIterator):
 
 
 class _ParallelMapIterator(DatasetIterator):
-    """Runs the map function on a thread pool, ``2 * workers`` elements ahead of the consumer.
+    """Runs the map function on a thread pool, ahead of the consumer.
 
-    The state is the input's state right after the last element handed to the
-    consumer (each read-ahead element carries a snapshot), so read-ahead never
-    leaks into a checkpoint.
+    Small elements go to the pool in chunks (one task maps up to
+    ``_CHUNK`` elements) so that the pool's overhead is paid per chunk; large
+    elements (batches) go one per task. At most ``2 * workers`` tasks are in
+    flight. Each element carries a snapshot of the input's state after it, so
+    the state is the consumer's position and read-ahead never leaks into a
+    checkpoint. An error in the function is raised at its element's position.
     """
+
+    _CHUNK = 16
+    _LARGE_BYTES = 1 << 16
 
     def __init__(self, child, mapper, workers: int, deterministic: bool):
         self.child, self.mapper, self.workers = child, mapper, workers
         self.deterministic = deterministic
         self.pending: collections.deque = collections.deque()
+        self.current: collections.deque = collections.deque()  # (result or error, state) ready
         self.state = _safe_state(child)
         self.ended = False
+        self.chunk = 0  # decided from the first element's size
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="phalanx-map")
         self._finalizer = weakref.finalize(
             self, self.pool.shutdown, wait=False, cancel_futures=True
         )
 
-    def _fill(self):
-        while not self.ended and len(self.pending) < 2 * self.workers:
+    def _map_chunk(self, xs: list[Any]) -> list[tuple[bool, Any]]:
+        out = []
+        for x in xs:
             try:
-                x = next(self.child)
-            except StopIteration:
-                self.ended = True
+                out.append((True, self.mapper(x)))
+            except Exception as e:
+                out.append((False, e))
                 break
-            self.pending.append((self.pool.submit(self.mapper, x), _safe_state(self.child)))
+        return out
 
-    def __next__(self):
-        self._fill()
-        if not self.pending:
-            raise StopIteration
+    def _fill(self) -> None:
+        while not self.ended and len(self.pending) < 2 * self.workers:
+            xs, states = [], []
+            while not xs or len(xs) < self.chunk:
+                try:
+                    x = next(self.child)
+                except StopIteration:
+                    self.ended = True
+                    break
+                if not self.chunk:
+                    size = sum(np.asarray(a).nbytes for a in st.flatten(x))
+                    self.chunk = 1 if size >= self._LARGE_BYTES else self._CHUNK
+                xs.append(x)
+                states.append(_safe_state(self.child))
+            if xs:
+                self.pending.append((self.pool.submit(self._map_chunk, xs), states))
+
+    def _take_task(self) -> None:
         if self.deterministic:
-            future, state = self.pending.popleft()
+            future, states = self.pending.popleft()
         else:
             done, _ = wait([f for f, _ in self.pending], return_when=FIRST_COMPLETED)
             k = next(i for i, (f, _) in enumerate(self.pending) if f in done)
-            future, state = self.pending[k]
+            future, states = self.pending[k]
             del self.pending[k]
+        self.current.extend(zip(future.result(), states, strict=False))
+
+    def __next__(self):
+        if not self.current:
+            self._fill()
+            if not self.pending:
+                raise StopIteration
+            self._take_task()
+            self._fill()
+        (ok, value), state = self.current.popleft()
+        if not self.deterministic:
             state = NotCheckpointableError(
                 "map(num_parallel_calls=..., deterministic=False) returns elements out of order, so "
                 "its position cannot be saved. Use deterministic=True (the default) to checkpoint."
             )
         self.state = state
-        return future.result()
+        if not ok:
+            self.current.clear()
+            self.pending.clear()
+            self.ended = True
+            raise value
+        return value
 
     def children(self):
         return [self.child]
@@ -195,6 +234,7 @@ class _ParallelMapIterator(DatasetIterator):
 
     def set_state(self, state):
         self.pending.clear()
+        self.current.clear()
         self.ended = False
         self.child.set_state(state["child"])
         self.state = state["child"]
