@@ -10,6 +10,7 @@ these pieces; the protocols they rely on are documented in
 
 from . import layers as layers
 from . import losses as losses
+from . import metrics as metrics
 from ._logits import Logits as Logits
 from ._network import Sequential as Sequential
 from ._state import NON_TRAINABLE as NON_TRAINABLE
@@ -25,5 +26,6 @@ __all__ = [
     "count_params",
     "layers",
     "losses",
+    "metrics",
     "split_state",
 ]

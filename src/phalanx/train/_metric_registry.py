@@ -1,0 +1,90 @@
+"""``metrics.get``: metric objects from Keras names, classes, instances or functions."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from . import _accuracy_metrics as acc
+from ._confusion_metrics import AUC, Precision, Recall
+from ._losses import mean_absolute_error, mean_squared_error
+from ._metric import Mean, MeanMetricWrapper, Metric
+
+_FUNCTIONS = {
+    "sparse_categorical_accuracy": acc.sparse_categorical_accuracy,
+    "categorical_accuracy": acc.categorical_accuracy,
+    "binary_accuracy": acc.binary_accuracy,
+    "top_k_categorical_accuracy": acc.top_k_categorical_accuracy,
+    "sparse_top_k_categorical_accuracy": acc.sparse_top_k_categorical_accuracy,
+    "mean_squared_error": mean_squared_error,
+    "mse": mean_squared_error,
+    "mean_absolute_error": mean_absolute_error,
+    "mae": mean_absolute_error,
+}
+_CLASSES: dict[str, type[Metric]] = {
+    cls.__name__.lower(): cls
+    for cls in (
+        AUC,
+        Precision,
+        Recall,
+        Mean,
+        acc.Accuracy,
+        acc.BinaryAccuracy,
+        acc.CategoricalAccuracy,
+        acc.SparseCategoricalAccuracy,
+        acc.TopKCategoricalAccuracy,
+        acc.SparseTopKCategoricalAccuracy,
+        acc.MeanSquaredError,
+        acc.MeanAbsoluteError,
+    )
+}
+
+
+def get(identifier: Any, *, loss: Any = None) -> Metric:
+    """Returns a metric object (see :mod:`phalanx.train._metric` for its protocol).
+
+    Args:
+      identifier: ``"accuracy"``/``"acc"`` (resolved from ``loss``, else from
+        the shapes, as Keras), a function name (``"sparse_categorical_accuracy"``,
+        ``"top_k_categorical_accuracy"``, ``"mse"``, ``"mae"``, ...), a class
+        name (``"AUC"``, ``"Precision"``, ``"Recall"``, case-insensitive), a
+        ``Metric`` class or instance, or any ``fn(y_true, y_pred)`` returning
+        per-example values.
+      loss: the compiled loss, for ``"accuracy"``.
+
+    Returns:
+      A ``Metric``. A function given by name logs under that name (``"mse"``);
+      a class logs under its default name (``"AUC"`` -> ``auc``), as Keras.
+
+    Raises:
+      ValueError: an unknown name (the message lists the known ones).
+      TypeError: something that is not a metric.
+
+    Example:
+      >>> get("accuracy", loss="sparse_categorical_crossentropy").name
+      'accuracy'
+      >>> get("AUC").name
+      'auc'
+    """
+    if isinstance(identifier, Metric):
+        return identifier
+    if inspect.isclass(identifier) and issubclass(identifier, Metric):
+        return identifier()
+    if isinstance(identifier, str):
+        if identifier.lower() in ("accuracy", "acc"):
+            from ._losses import get as get_loss
+
+            resolved = get_loss(loss) if isinstance(loss, str) else loss
+            return acc.resolve_accuracy(identifier, resolved)
+        if identifier in _FUNCTIONS:
+            return MeanMetricWrapper(_FUNCTIONS[identifier], name=identifier)
+        if identifier.lower() in _CLASSES:
+            return _CLASSES[identifier.lower()]()
+        raise ValueError(
+            f"Unknown metric {identifier!r}. Use 'accuracy', one of "
+            f"{sorted(_FUNCTIONS)}, a class name ({sorted(c.__name__ for c in _CLASSES.values())}), "
+            "a phalanx.metrics object, or a function (y_true, y_pred) -> per-example values."
+        )
+    if callable(identifier):
+        return MeanMetricWrapper(identifier)
+    raise TypeError(f"Cannot use {type(identifier).__name__} {identifier!r} as a metric.")
