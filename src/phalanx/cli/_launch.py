@@ -98,7 +98,7 @@ def _spec(args: argparse.Namespace) -> LaunchSpec:
         command = command[1:]
     if not command:
         raise ValueError("nothing to run; usage: phalanx launch -n N -- script.py [args ...]")
-    if command[0].endswith(".py") or command[0] == "-m":
+    if command[0].endswith(".py") or command[0] in ("-m", "-c"):
         command = [sys.executable, *command]
     if args.nprocs < 1 or args.nnodes < 1:
         raise ValueError(

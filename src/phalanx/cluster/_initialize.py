@@ -15,7 +15,9 @@ The process-wide state is one ``_Runtime`` instance, as JAX's own
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -74,6 +76,11 @@ def initialize(
         process does long work at the end (say, writes a large file) that the
         others do not wait for.
 
+    Once connected to other processes, an uncaught exception ends this process
+    at once (traceback, then exit status 1) instead of leaving it in JAX's
+    shutdown barrier, so the launcher or the others' heartbeat ends the job
+    within seconds. ``sys.exit(n)`` still goes through the barrier.
+
     Returns:
       The resolver in use, or None when there is no cluster.
 
@@ -115,6 +122,7 @@ def initialize(
     )
     _connect_jax(jax, resolver, left, heartbeat_timeout, shutdown_timeout)
     _runtime.resolver, _runtime.owns_jax = resolver, True
+    _exit_at_once_on_uncaught_exceptions()
     return resolver
 
 
@@ -267,6 +275,29 @@ def _connect_jax(jax, resolver, timeout, heartbeat_timeout, shutdown_timeout) ->
         if "before any JAX calls" in str(e):
             raise BackendAlreadyStartedError(_too_late(f"JAX said: {e}")) from e
         raise
+
+
+def _exit_at_once_on_uncaught_exceptions() -> None:
+    """An uncaught exception ends the process now, not after JAX's shutdown barrier.
+
+    At exit JAX waits up to ``shutdown_timeout`` for the other processes, which
+    are themselves stuck waiting for this one in a collective: the job would
+    hang, then abort. Printing the traceback and leaving with ``os._exit(1)``
+    lets ``phalanx launch`` (or the others' heartbeat) end the job at once.
+    """
+    previous = sys.excepthook
+    if getattr(previous, "_phalanx", False):
+        return
+
+    def hook(kind, value, traceback):
+        previous(kind, value, traceback)
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(130 if issubclass(kind, KeyboardInterrupt) else 1)
+
+    hook._phalanx = True
+    sys.excepthook = hook
 
 
 def _say(line: str) -> None:

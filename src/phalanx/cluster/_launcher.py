@@ -21,6 +21,8 @@ import collections
 import contextlib
 import ctypes
 import os
+import queue
+import re
 import shutil
 import signal
 import socket
@@ -39,6 +41,13 @@ RUN_DIR_ENV = "PHALANX_RUN_DIR"
 LOCAL_PROCESS_ID_ENV = "PHALANX_LOCAL_PROCESS_ID"
 TIMEOUT_EXIT = 124
 _POLL_S = 0.05
+_SETTLE_S = 0.5
+# Lines of a process that failed because another one died first.
+_PEER_LOST = re.compile(
+    r"Gloo .*failed|Connection (closed|reset) by peer|detected fatal errors|stopped sending "
+    r"heartbeats|Shutdown barrier|Broken pipe|UNAVAILABLE"
+)
+_NOISE = re.compile(r"^\s*(@\s+0x[0-9a-f]+|\*\*\* Check failure stack trace)")  # absl frames
 
 
 @dataclass
@@ -47,6 +56,12 @@ class _Child:
     popen: subprocess.Popen
     tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=15))
     reader: threading.Thread | None = None
+    exited_at: float | None = None  # set by its waiter thread when the process ends
+
+    def wait(self, events: queue.SimpleQueue) -> None:
+        self.popen.wait()
+        self.exited_at = time.monotonic()
+        events.put(self)
 
 
 @dataclass
@@ -105,6 +120,8 @@ class _Supervisor:
     def __init__(self, spec: LaunchSpec, out, err):
         self.spec, self.out, self.err = spec, out, err
         self.children: list[_Child] = []
+        self.exits: queue.SimpleQueue[_Child] = queue.SimpleQueue()  # in the order they ended
+        self.failed: list[_Child] = []
         self.lock = threading.Lock()
         self.interrupts = 0
         self.last_signal = signal.SIGINT
@@ -157,30 +174,63 @@ class _Supervisor:
         for child in self.children:
             child.reader = threading.Thread(target=self._copy_output, args=(child,), daemon=True)
             child.reader.start()
+            threading.Thread(target=child.wait, args=(self.exits,), daemon=True).start()
 
     def _supervise(self) -> int:
         deadline = None if self.spec.timeout is None else self.start + self.spec.timeout
+        finished = 0
         while True:
             if self.interrupts:
                 return self._interrupted()
-            failed = next((c for c in self.children if c.popen.poll() not in (None, 0)), None)
-            if failed is not None:
-                return self._failed(failed)
-            if all(c.popen.poll() == 0 for c in self.children):
-                return 0
+            try:
+                child = self.exits.get(timeout=_POLL_S)
+            except queue.Empty:
+                child = None
+            if child is not None:
+                if child.popen.returncode != 0:
+                    return self._failed(self._first_cause(child))
+                finished += 1
+                if finished == len(self.children):
+                    return 0
             if deadline is not None and time.monotonic() > deadline:
                 return self._timed_out()
-            time.sleep(_POLL_S)
 
     # Endings ---------------------------------------------------------------------
+
+    def _first_cause(self, first: _Child) -> _Child:
+        """The process that failed on its own, not one that a peer's death took down.
+
+        When one process dies, the others fail within milliseconds (a collective
+        loses its peer), so the order in which exits are seen is not reliable.
+        Wait a moment for the others to fail, then prefer a process whose last
+        lines do not show a lost peer, then the earliest.
+        """
+        failed = [first]
+        end = time.monotonic() + _SETTLE_S
+        while self._running() and time.monotonic() < end:
+            with contextlib.suppress(queue.Empty):
+                child = self.exits.get(timeout=_POLL_S)
+                if child.popen.returncode != 0:
+                    failed.append(child)
+        for child in failed:
+            if child.reader:
+                child.reader.join(timeout=0.5)
+        self.failed = failed
+        return min(failed, key=lambda c: (_lost_a_peer(c), c.exited_at))
 
     def _failed(self, child: _Child) -> int:
         code = child.popen.returncode
         what = _describe_exit(code)
-        self._say(
-            f"process {child.index} {what} after {self._elapsed():.1f} s; ending the other "
-            f"{len(self._running())} process(es)."
+        others = [c for c in self.failed if c is not child]
+        also = "".join(
+            f" Process {c.index} then {_describe_exit(c.popen.returncode)}"
+            + (" (it lost its peer)" if _lost_a_peer(c) else "")
+            + "."
+            for c in others
         )
+        running = len(self._running())
+        ending = f" Ending the other {running} process(es)." if running else ""
+        self._say(f"process {child.index} {what} after {self._elapsed():.1f} s.{also}{ending}")
         self._end_all()
         if child.reader:
             child.reader.join(timeout=1.0)
@@ -215,9 +265,9 @@ class _Supervisor:
         self._signal_all(signal.SIGTERM, running)
         self._wait_for_exit(self.spec.grace, stop_on_second_interrupt=True)
         self._signal_all(signal.SIGKILL, running)
-        for child in running:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                child.popen.wait(timeout=2.0)
+        end = time.monotonic() + 2.0
+        while any(c.exited_at is None for c in running) and time.monotonic() < end:
+            time.sleep(_POLL_S)
 
     def _wait_for_exit(self, seconds: float, *, stop_on_second_interrupt: bool) -> None:
         end = time.monotonic() + seconds
@@ -232,7 +282,7 @@ class _Supervisor:
                 os.killpg(child.popen.pid, sig)
 
     def _running(self) -> list[_Child]:
-        return [c for c in self.children if c.popen.poll() is None]
+        return [c for c in self.children if c.exited_at is None]
 
     # Output ----------------------------------------------------------------------
 
@@ -241,7 +291,9 @@ class _Supervisor:
         for line in iter(child.popen.stdout.readline, b""):
             if not line.endswith(b"\n"):
                 line += b"\n"
-            child.tail.append(line.decode(errors="replace").rstrip("\n"))
+            text = line.decode(errors="replace").rstrip("\n")
+            if not _NOISE.match(text):
+                child.tail.append(text)
             with self.lock, contextlib.suppress(OSError, ValueError):
                 self.out.write(prefix + line)
                 self.out.flush()
@@ -280,6 +332,10 @@ class _Supervisor:
     def _restore_signal_handlers(previous) -> None:
         for sig, handler in (previous or {}).items():
             signal.signal(sig, handler)
+
+
+def _lost_a_peer(child: _Child) -> bool:
+    return any(_PEER_LOST.search(line) for line in child.tail)
 
 
 def _describe_exit(code: int) -> str:
