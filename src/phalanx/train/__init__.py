@@ -11,6 +11,7 @@ these pieces; the protocols they rely on are documented in
 from . import layers as layers
 from . import losses as losses
 from . import metrics as metrics
+from . import optimizers as optimizers
 from ._logits import Logits as Logits
 from ._network import Sequential as Sequential
 from ._state import NON_TRAINABLE as NON_TRAINABLE
@@ -27,5 +28,6 @@ __all__ = [
     "layers",
     "losses",
     "metrics",
+    "optimizers",
     "split_state",
 ]

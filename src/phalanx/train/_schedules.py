@@ -1,0 +1,173 @@
+"""Keras's learning-rate schedules as jittable callables ``step -> learning rate``.
+
+A schedule is evaluated by ``optax.inject_hyperparams`` at the optimizer's
+update count before each update (0 for the first), as Keras evaluates it at
+``optimizer.iterations``. Any callable ``step -> lr`` (an optax schedule
+included) works the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+
+class LearningRateSchedule:
+    """Base class of phalanx's Keras-named schedules: ``schedule(step) -> lr`` (float32)."""
+
+    def __call__(self, step: Any) -> jax.Array:
+        """Returns the learning rate at ``step`` (an int or int array; jittable)."""
+        raise NotImplementedError
+
+    def get_config(self) -> dict:
+        """Returns the constructor arguments, as Keras."""
+        return dict(self.__dict__)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
+        return f"{type(self).__name__}({args})"
+
+
+class ExponentialDecay(LearningRateSchedule):
+    """``initial_learning_rate * decay_rate ** (step / decay_steps)`` (floored when ``staircase``).
+
+    Args:
+      initial_learning_rate: the rate at step 0.
+      decay_steps: the steps over which the rate is multiplied by ``decay_rate``.
+      decay_rate: the factor per ``decay_steps``.
+      staircase: decay at whole multiples of ``decay_steps`` only.
+
+    Example:
+      >>> round(float(ExponentialDecay(0.1, 10, 0.5)(20)), 6)
+      0.025
+    """
+
+    def __init__(
+        self,
+        initial_learning_rate: float,
+        decay_steps: int,
+        decay_rate: float,
+        staircase: bool = False,
+    ):
+        if decay_steps <= 0:
+            raise ValueError(f"decay_steps must be > 0, got {decay_steps}.")
+        self.initial_learning_rate = float(initial_learning_rate)
+        self.decay_steps = decay_steps
+        self.decay_rate = float(decay_rate)
+        self.staircase = staircase
+
+    def __call__(self, step):
+        p = jnp.asarray(step, jnp.float32) / self.decay_steps
+        if self.staircase:
+            p = jnp.floor(p)
+        return jnp.float32(self.initial_learning_rate) * jnp.float32(self.decay_rate) ** p
+
+
+class PiecewiseConstantDecay(LearningRateSchedule):
+    """``values[i]`` for steps in ``(boundaries[i-1], boundaries[i]]``, as Keras.
+
+    Args:
+      boundaries: increasing step numbers.
+      values: one more value than boundaries.
+
+    Example:
+      >>> s = PiecewiseConstantDecay([100, 200], [1.0, 0.5, 0.1])
+      >>> [float(s(t)) for t in (0, 100, 101, 201)]
+      [1.0, 1.0, 0.5, 0.10000000149011612]
+    """
+
+    def __init__(self, boundaries: Sequence[int], values: Sequence[float]):
+        if len(values) != len(boundaries) + 1:
+            raise ValueError(
+                "PiecewiseConstantDecay needs one more value than boundaries, got "
+                f"{len(boundaries)} boundaries and {len(values)} values."
+            )
+        self.boundaries = list(boundaries)
+        self.values = [float(v) for v in values]
+
+    def __call__(self, step):
+        index = jnp.sum(jnp.asarray(step) > jnp.asarray(self.boundaries))
+        return jnp.asarray(self.values, jnp.float32)[index]
+
+
+class CosineDecay(LearningRateSchedule):
+    """Cosine decay from the initial (or warm-up target) rate to ``alpha`` times it, as Keras.
+
+    With ``warmup_target``, the rate first rises linearly from
+    ``initial_learning_rate`` to ``warmup_target`` over ``warmup_steps``, then
+    decays over ``decay_steps``.
+
+    Args:
+      initial_learning_rate: the rate at step 0.
+      decay_steps: the steps of the cosine decay.
+      alpha: the final rate as a fraction of the decayed-from rate.
+      warmup_target: the rate reached after the warm-up, or None for no warm-up.
+      warmup_steps: the steps of the linear warm-up.
+
+    Example:
+      >>> s = CosineDecay(1.0, 100)
+      >>> [round(float(s(t)), 4) for t in (0, 50, 100, 150)]
+      [1.0, 0.5, 0.0, 0.0]
+    """
+
+    def __init__(
+        self,
+        initial_learning_rate: float,
+        decay_steps: int,
+        alpha: float = 0.0,
+        warmup_target: float | None = None,
+        warmup_steps: int = 0,
+    ):
+        if decay_steps <= 0:
+            raise ValueError(f"decay_steps must be > 0, got {decay_steps}.")
+        self.initial_learning_rate = float(initial_learning_rate)
+        self.decay_steps = decay_steps
+        self.alpha = float(alpha)
+        self.warmup_target = warmup_target
+        self.warmup_steps = warmup_steps
+
+    def _decay(self, step, start):
+        fraction = step / self.decay_steps
+        cosine = 0.5 * (1.0 + jnp.cos(jnp.float32(math.pi) * fraction))
+        return start * ((1 - self.alpha) * cosine + self.alpha)
+
+    def __call__(self, step):
+        step = jnp.asarray(step, jnp.float32)
+        if self.warmup_target is None:
+            return self._decay(jnp.minimum(step, self.decay_steps), self.initial_learning_rate)
+        step = jnp.minimum(step, self.decay_steps + self.warmup_steps)
+        target = jnp.float32(self.warmup_target)
+        warm = (target - self.initial_learning_rate) * (
+            step / max(self.warmup_steps, 1)
+        ) + self.initial_learning_rate
+        decayed = self._decay(step - self.warmup_steps, target)
+        return jnp.where(step < self.warmup_steps, warm, decayed).astype(jnp.float32)
+
+
+class InverseTimeDecay(LearningRateSchedule):
+    """``initial_learning_rate / (1 + decay_rate * step / decay_steps)`` (floored when ``staircase``).
+
+    Args:
+      initial_learning_rate: the rate at step 0.
+      decay_steps: the step scale.
+      decay_rate: the decay factor.
+      staircase: decay at whole multiples of ``decay_steps`` only.
+    """
+
+    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False):
+        if decay_steps <= 0:
+            raise ValueError(f"decay_steps must be > 0, got {decay_steps}.")
+        self.initial_learning_rate = float(initial_learning_rate)
+        self.decay_steps = decay_steps
+        self.decay_rate = float(decay_rate)
+        self.staircase = staircase
+
+    def __call__(self, step):
+        p = jnp.asarray(step, jnp.float32) / self.decay_steps
+        if self.staircase:
+            p = jnp.floor(p)
+        return jnp.float32(self.initial_learning_rate) / (1.0 + self.decay_rate * p)
