@@ -127,3 +127,15 @@ def test_losses_jit():
     f = jax.jit(lambda y, p, z: scce(y, p, logits=Logits(z, "softmax")))
     z = jnp.zeros((4, 3))
     assert np.allclose(f(jnp.zeros(4, jnp.int32), jax.nn.softmax(z), z), np.log(3))
+
+
+def test_shape_mistakes_are_named_when_tracing():
+    scce = losses.get("sparse_categorical_crossentropy")
+    with pytest.raises(ValueError, match=r"expects integer class indices of shape \(None, 6, 6\)"):
+        jax.jit(scce)(jnp.zeros(4, jnp.int32), jnp.zeros((4, 6, 6, 10)))
+    with pytest.raises(ValueError, match="Targets look one-hot: use categorical_crossentropy"):
+        scce(jnp.zeros((4, 10)), jnp.zeros((4, 10)))
+    with pytest.raises(ValueError, match="element by element"):
+        losses.get("mse")(jnp.zeros((4, 3)), jnp.zeros((4, 2)))
+    # Broadcastable targets stay accepted, as Keras.
+    assert losses.get("mse")(jnp.zeros((4, 1)), jnp.ones((4, 3))).tolist() == [1.0] * 4

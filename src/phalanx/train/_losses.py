@@ -222,7 +222,7 @@ class Loss:
     def check_shapes(self, y_true_shape: tuple, y_pred_shape: tuple) -> str | None:
         """Returns what is wrong with per-example target/output shapes, or None when they fit."""
         t, p = _align_shapes(tuple(y_true_shape), tuple(y_pred_shape))
-        if not _compatible(t, p):
+        if not _broadcastable(t, p):
             return f"{self.name} compares targets and outputs element by element."
         return None
 
@@ -249,8 +249,14 @@ class Loss:
         Returns:
           A float array ``[batch]``.
         """
-        y_pred = jnp.asarray(y_pred)
-        values = jnp.asarray(self.call(jnp.asarray(y_true), y_pred, logits))
+        y_true, y_pred = jnp.asarray(y_true), jnp.asarray(y_pred)
+        problem = self.check_shapes(y_true.shape[1:], y_pred.shape[1:])
+        if problem is not None:
+            raise ValueError(
+                f"{problem} Received targets of shape {y_true.shape} and predictions of shape "
+                f"{y_pred.shape} (batch axis first)."
+            )
+        values = jnp.asarray(self.call(y_true, y_pred, logits))
         batch = y_pred.shape[0] if y_pred.ndim else 1
         if values.ndim == 0:
             values = jnp.broadcast_to(values, (batch,))
@@ -290,6 +296,12 @@ def _align_shapes(t: tuple, p: tuple) -> tuple[tuple, tuple]:
     if len(p) == len(t) + 1 and p and p[-1] == 1:
         return t, p[:-1]
     return t, p
+
+
+def _broadcastable(t: tuple, p: tuple) -> bool:
+    n = max(len(t), len(p))
+    t, p = (1,) * (n - len(t)) + t, (1,) * (n - len(p)) + p
+    return all(a is None or b is None or a == b or 1 in (a, b) for a, b in zip(t, p, strict=True))
 
 
 def _compatible(t: tuple, p: tuple) -> bool:
