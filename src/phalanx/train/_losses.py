@@ -157,7 +157,8 @@ def binary_crossentropy(
 def _aligned(y_true: Any, y_pred: Any) -> tuple[jax.Array, jax.Array]:
     y_pred = _float(y_pred)
     y_true = _float(y_true).astype(y_pred.dtype)
-    return squeeze_or_expand_to_same_rank(y_true, y_pred)
+    y_true, y_pred = squeeze_or_expand_to_same_rank(y_true, y_pred)
+    return tuple(jnp.broadcast_arrays(y_true, y_pred))
 
 
 def mean_squared_error(y_true: Any, y_pred: Any) -> jax.Array:
