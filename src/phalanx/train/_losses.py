@@ -144,6 +144,7 @@ def binary_crossentropy(
     y_true = _float(y_true).astype(y_pred.dtype)
     z = y_pred if from_logits else _as_logits(logits, "sigmoid")
     y_true, y_pred = squeeze_or_expand_to_same_rank(y_true, y_pred)
+    y_true = jnp.broadcast_to(y_true, jnp.broadcast_shapes(y_true.shape, y_pred.shape))
     if z is not None:
         z = z if z.ndim == y_pred.ndim else z.reshape(y_pred.shape)
     if label_smoothing:
