@@ -25,6 +25,8 @@ from ._slurm import expand_hostlist as expand_hostlist
 from ._spec import ClusterSpec as ClusterSpec
 from ._tf_config import TFConfigClusterResolver as TFConfigClusterResolver
 from ._tpu import TPUClusterResolver as TPUClusterResolver
+from ._watchdog import Watchdog as Watchdog
+from ._watchdog import watchdog as watchdog
 
 __all__ = [
     "CPU_DEVICES_ENV",
@@ -36,6 +38,7 @@ __all__ = [
     "SlurmClusterResolver",
     "TFConfigClusterResolver",
     "TPUClusterResolver",
+    "Watchdog",
     "connect_to_cluster",
     "cpu_device_count_from_env",
     "expand_hostlist",
@@ -45,4 +48,5 @@ __all__ = [
     "resolve",
     "set_cpu_device_count",
     "shutdown",
+    "watchdog",
 ]

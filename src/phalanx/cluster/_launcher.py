@@ -54,7 +54,7 @@ _NOISE = re.compile(r"^\s*(@\s+0x[0-9a-f]+|\*\*\* Check failure stack trace)")  
 class _Child:
     index: int  # global process id
     popen: subprocess.Popen
-    tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=15))
+    tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=20))
     reader: threading.Thread | None = None
     exited_at: float | None = None  # set by its waiter thread when the process ends
 
@@ -221,6 +221,8 @@ class _Supervisor:
     def _failed(self, child: _Child) -> int:
         code = child.popen.returncode
         what = _describe_exit(code)
+        if any(line.startswith("phalanx watchdog:") for line in child.tail):
+            what += " (its watchdog fired: a step ran past its deadline)"
         others = [c for c in self.failed if c is not child]
         also = "".join(
             f" Process {c.index} then {_describe_exit(c.popen.returncode)}"
@@ -235,6 +237,9 @@ class _Supervisor:
         if child.reader:
             child.reader.join(timeout=1.0)
         self._say_tail(child)
+        for other in self.failed:
+            if other is not child and not _lost_a_peer(other):
+                self._say_tail(other)  # it failed on its own too (say, its watchdog fired)
         self._say(f"failed: process {child.index} {what}.")
         return code if code > 0 else 128 - code
 

@@ -1,0 +1,88 @@
+"""The watchdog: off in one process, a report that names who waits on what, firing for real."""
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from cluster_procs import SCRIPTS, Launcher, _env
+
+from phalanx.cluster import Watchdog
+from phalanx.cluster._watchdog import EXIT_CODE, Report, format_report
+
+
+def test_off_by_default_in_one_process(monkeypatch):
+    monkeypatch.delenv("PHALANX_WATCHDOG_TIMEOUT", raising=False)
+    w = Watchdog()
+    w.beat(step=1, phase="train")
+    assert not w.enabled and w._thread is None
+
+
+def test_configure_and_environment(monkeypatch):
+    monkeypatch.setenv("PHALANX_WATCHDOG_TIMEOUT", "0")
+    assert not Watchdog().enabled
+    monkeypatch.setenv("PHALANX_WATCHDOG_TIMEOUT", "7")
+    assert Watchdog().enabled and Watchdog().timeout == 7
+    w = Watchdog()
+    w.configure(timeout=2.5)
+    assert w.enabled and w.timeout == 2.5
+    with pytest.raises(ValueError, match="must be > 0"):
+        w.configure(timeout=0)
+
+
+def test_report_names_the_process_the_step_and_who_is_behind():
+    mine = Report(0, 12, "train", time=100.0, deadline=30.0)
+    others = {1: Report(1, 11, "eval", time=90.0, deadline=30.0)}
+    text = format_report(mine, others, now=131.0, num_processes=3)
+    assert "process 0 has waited 31.0 s (deadline 30 s) in step 12, phase 'train'" in text
+    assert "process 1: step 11, phase 'eval', 41.0 s ago  <- behind this process" in text
+    assert "process 2: no report" in text
+    stopped = Report(1, 40, "train", time=130.0, deadline=None)
+    assert "stopped (not in a step)" in format_report(
+        mine, {1: stopped}, now=131.0, num_processes=2
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+def test_fires_in_a_single_process_when_configured(tmp_path: Path):
+    script = tmp_path / "alone.py"
+    script.write_text(
+        "import time\n"
+        "from phalanx.cluster import watchdog\n"
+        "watchdog.configure(timeout=1)\n"
+        "watchdog.beat(step=5, phase='load')\n"
+        "time.sleep(60)\n"
+    )
+    start = time.monotonic()
+    run = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=_env(), timeout=50
+    )
+    assert run.returncode == EXIT_CODE, run.stderr
+    assert "phalanx watchdog: process 0 has waited" in run.stderr
+    assert "in step 5, phase 'load'" in run.stderr and "time.sleep(60)" in run.stderr
+    assert time.monotonic() - start < 40
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+def test_fires_on_a_stuck_step_across_processes():
+    launcher = Launcher(
+        "-n", "2", "--timeout", "75", "--", str(SCRIPTS / "stuck.py"), env=_env(PHALANX_WATCHDOG_TIMEOUT="4")
+    )  # fmt: skip
+    launcher.wait_for(r"^\[1\] stuck in step 3", timeout=60)
+    stuck = time.monotonic()
+    code, out, err, _ = launcher.finish(timeout=40)
+    print(f"stuck step -> launcher exit: {time.monotonic() - stuck:.1f} s (deadline 4 s)")
+    assert code == EXIT_CODE, out + err
+    # Both processes wait in step 3 (one sleeps, the other in the all-reduce); whichever
+    # watchdog fires first ends the job, and its report shows the other's last step.
+    fired = re.search(
+        r"\[(\d)\] phalanx watchdog: process \1 has waited .* in step 3, phase 'train'", out
+    )
+    assert fired, out
+    other = 1 - int(fired.group(1))
+    assert f"process {other}: step 3, phase 'train'" in out
+    assert "its watchdog fired" in err
