@@ -31,6 +31,30 @@ def test_two_processes_two_devices_each_all_reduce():
 
 @pytest.mark.slow
 @pytest.mark.timeout(90)
+def test_one_launcher_per_machine_numbers_processes_by_node_rank():
+    coordinator = f"127.0.0.1:{_free_port()}"
+    common = (
+        "-n",
+        "1",
+        "--nnodes",
+        "2",
+        "--coordinator",
+        coordinator,
+        "--devices-per-process",
+        "2",
+        "--timeout",
+        "75",
+    )
+    node1 = Launcher(*common, "--node-rank", "1", "--", str(SCRIPTS / "psum.py"))
+    node0 = Launcher(*common, "--node-rank", "0", "--", str(SCRIPTS / "psum.py"))
+    code0, out0, err0, _ = node0.finish(timeout=85)
+    code1, out1, err1, _ = node1.finish(timeout=20)
+    assert (code0, code1) == (0, 0), out0 + err0 + out1 + err1
+    assert "[0] process 0 psum 6.0" in out0 and "[1] process 1 psum 6.0" in out1
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
 def test_kill_9_of_one_process_ends_the_job_and_names_it():
     launcher = Launcher(
         "-n", "2", "--timeout", "75", "--grace", "3", "--", str(SCRIPTS / "job.py"), "loop"
