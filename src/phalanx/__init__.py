@@ -1,10 +1,11 @@
 """phalanx: synchronous distributed training with tf.distribute's semantics on JAX/XLA.
 
-The same script trains on one CPU, on the devices of one machine and (in later
-releases) on many machines. The public names mirror TensorFlow's
+The same script trains on one CPU, on the devices of one machine and on many
+machines. The public names mirror TensorFlow's
 ``tf.distribute``; see the README's name table.
 """
 
+from . import callbacks as callbacks
 from . import cluster as cluster
 from . import data as data
 from . import datasets as datasets
@@ -28,11 +29,19 @@ from .distribute import get_replica_context as get_replica_context
 from .distribute import get_strategy as get_strategy
 from .distribute import has_strategy as has_strategy
 from .distribute import in_cross_replica_context as in_cross_replica_context
+from .train import Model as Model
+from .train import Sequential as Sequential
+from .train import layers as layers
+from .train import losses as losses
+from .train import metrics as metrics
+from .train import optimizers as optimizers
 
 __version__ = "0.1.0"
 
 __all__ = [
     "InputContext",
+    "Model",
+    "Sequential",
     "InputOptions",
     "Mirrored",
     "MirroredStrategy",
@@ -44,6 +53,7 @@ __all__ = [
     "Strategy",
     "TPUStrategy",
     "ValueContext",
+    "callbacks",
     "cluster",
     "compute_average_loss",
     "data",
@@ -55,4 +65,8 @@ __all__ = [
     "get_strategy",
     "has_strategy",
     "in_cross_replica_context",
+    "layers",
+    "losses",
+    "metrics",
+    "optimizers",
 ]

@@ -7,7 +7,8 @@ import pytest
 from flax import nnx
 
 from phalanx.errors import LayerShapeError, NotBuiltError
-from phalanx.train import NON_TRAINABLE, TRAINABLE, Logits, Sequential, layers, split_state
+from phalanx.train import NON_TRAINABLE, TRAINABLE, Logits, layers, split_state
+from phalanx.train import SequentialNetwork as Sequential
 
 
 def mlp(**kwargs):

@@ -1,4 +1,4 @@
-"""The ``phalanx`` command: ``phalanx info`` now; ``demo`` and ``launch`` in later issues.
+"""The ``phalanx`` command: ``demo``, ``info``, ``launch`` and ``records``.
 
 Each subcommand lives in its own module with ``register(subparsers)``; the
 global ``--devices N`` option (or ``PHALANX_CPU_DEVICES``) simulates N CPU
@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 
 from ..cluster import cpu_device_count_from_env, set_cpu_device_count
-from . import _info, _launch, _records
+from . import _demo, _info, _launch, _records
 
-_SUBCOMMANDS = (_info, _records, _launch)
+_SUBCOMMANDS = (_demo, _info, _launch, _records)
 
 
 def build_parser() -> argparse.ArgumentParser:

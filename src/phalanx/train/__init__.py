@@ -1,7 +1,9 @@
-"""The Keras-style surface: ``Sequential``, layers, losses, metrics and optimizers.
+"""The Keras-style surface: ``Model``, ``Sequential``, layers, losses, metrics, optimizers.
 
-The lead engineer's ``Model``, ``compile``/``fit`` and step functions build on
-these pieces; the protocols they rely on are documented in
+``Model`` (``_model``) gives any flax.nnx module Keras's ``compile``/``fit``/
+``evaluate``/``predict``; its compiled steps are pure functions (``_step``) fed
+by data adapters (``_adapter``). The pieces it builds on document their
+protocols in
 :mod:`phalanx.train._network` (build, call, random keys, batch statistics),
 :mod:`phalanx.train._logits` (stable cross-entropy), :mod:`phalanx.train._metric`
 (pure, additive metric states) and :mod:`phalanx.train._learning_rate`
@@ -13,7 +15,9 @@ from . import losses as losses
 from . import metrics as metrics
 from . import optimizers as optimizers
 from ._logits import Logits as Logits
-from ._network import Sequential as Sequential
+from ._model import Model as Model
+from ._network import Sequential as SequentialNetwork
+from ._sequential import Sequential as Sequential
 from ._state import NON_TRAINABLE as NON_TRAINABLE
 from ._state import TRAINABLE as TRAINABLE
 from ._state import count_params as count_params
@@ -23,7 +27,9 @@ __all__ = [
     "NON_TRAINABLE",
     "TRAINABLE",
     "Logits",
+    "Model",
     "Sequential",
+    "SequentialNetwork",
     "count_params",
     "layers",
     "losses",

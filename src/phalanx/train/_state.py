@@ -31,7 +31,7 @@ def split_state(module: nnx.Module):
       The graph definition and three ``nnx.State`` pytrees.
 
     Example:
-      >>> from phalanx.train import layers, Sequential
+      >>> from phalanx.train import layers, SequentialNetwork as Sequential
       >>> net = Sequential([layers.Dense(2, input_shape=(3,)), layers.BatchNormalization()])
       >>> _ = net.build()
       >>> graphdef, params, stats, rest = split_state(net)

@@ -1,0 +1,299 @@
+"""Data adapters: turn what ``fit``/``evaluate``/``predict`` are given into executions.
+
+An *execution* is the input of one compiled program of N fused steps
+(``steps_per_execution``): N global batches stacked ``[N, global_batch, ...]``,
+with a mask that marks padding, so every program sees one shape (DESIGN.md,
+decision 6). A short last batch is padded and masked; a short last group of
+steps is filled with all-padding steps, which change nothing.
+
+Two adapters:
+
+- ``ArrayAdapter`` for in-memory arrays (numpy or jax, pytrees of them). When
+  the arrays fit (``RESIDENT_LIMIT_BYTES``), they are placed on the devices once
+  and each execution carries only the batch indices ``[N, global_batch]``
+  (``-1`` for padding); the program gathers the batches on the device. Else
+  the host gathers batches with numpy fancy indexing (no Python per example).
+- ``IterableAdapter`` for anything that yields batches: phalanx ``Dataset`` s,
+  distributed datasets, Python generators. Batches are ``x``, ``(x,)``,
+  ``(x, y)`` or ``(x, y, sample_weight)``.
+
+Shuffling of arrays follows Keras: a new permutation every epoch (from the
+seed given to the adapter and the epoch number, so a resumed run shuffles the
+same way), and ``validation_split`` takes the last examples before shuffling.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from ..errors import BatchNotDivisibleError
+
+RESIDENT_LIMIT_BYTES = 2 << 30
+
+
+class Execution(NamedTuple):
+    """One program's worth of input.
+
+    Attributes:
+      xs: what the program scans over: stacked batches ``(x, y, sw, mask)`` or
+        batch indices, placed ``P(None, 'replica')``.
+      first_step: the index, within the epoch, of the first step.
+      steps: how many of the N steps hold real data.
+      sizes: the number of real examples in each real step's batch.
+    """
+
+    xs: Any
+    first_step: int
+    steps: int
+    sizes: tuple[int, ...]
+
+
+def check_global_batch(batch_size: int, num_replicas: int, what: str = "batch_size") -> None:
+    """Raises ``BatchNotDivisibleError`` unless ``batch_size`` splits over the replicas."""
+    if batch_size % num_replicas:
+        lower = max(num_replicas, batch_size // num_replicas * num_replicas)
+        upper = (batch_size // num_replicas + 1) * num_replicas
+        raise BatchNotDivisibleError(
+            f"The global {what} must split evenly over the {num_replicas} replicas; got "
+            f"{batch_size}. The nearest valid sizes are {lower} and {upper} (a per-replica "
+            f"batch times {num_replicas})."
+        )
+
+
+def _leading(tree) -> int:
+    sizes = {int(np.shape(a)[0]) for a in jax.tree.leaves(tree)}
+    if len(sizes) != 1:
+        raise ValueError(
+            "All input arrays (x, y, sample_weight) must have the same number of examples; "
+            f"got first dimensions {sorted(sizes)}."
+        )
+    return sizes.pop()
+
+
+def _as_host(tree):
+    return jax.tree.map(np.asarray, tree)
+
+
+class _Placer:
+    """Places stacked host arrays on the mesh, split on the batch axis (axis 1)."""
+
+    def __init__(self, mesh):
+        self.stacked = NamedSharding(mesh, P(None, "replica"))
+        self.replicated = NamedSharding(mesh, P())
+
+    def stacked_put(self, tree):
+        return jax.device_put(tree, self.stacked)
+
+
+class ArrayAdapter:
+    """In-memory arrays, batched by index, resident on the devices when they fit."""
+
+    def __init__(
+        self,
+        x,
+        y=None,
+        sample_weight=None,
+        *,
+        batch_size: int,
+        steps_per_execution: int,
+        mesh,
+        shuffle: bool = False,
+        seed: int = 0,
+        steps: int | None = None,
+        class_weight: dict | None = None,
+        resident: bool | None = None,
+    ):
+        x = _as_host(x)
+        y = _as_host(y) if y is not None else None
+        self.num_examples = _leading((x, y) if y is not None else x)
+        if sample_weight is None:
+            sw = np.ones(self.num_examples, np.float32)
+        else:
+            sw = np.asarray(sample_weight, np.float32).reshape(self.num_examples)
+        if class_weight is not None:
+            sw = sw * _class_weights(class_weight, y)
+        self.batch_size = batch_size
+        self.n = steps_per_execution
+        self.shuffle = shuffle
+        self.seed = seed
+        self.full_steps = math.ceil(self.num_examples / batch_size)
+        self.steps_per_epoch = steps if steps is not None else self.full_steps
+        self._placer = _Placer(mesh)
+        host = (x, y if y is not None else np.zeros(self.num_examples, np.float32), sw)
+        nbytes = sum(a.nbytes for a in jax.tree.leaves(host))
+        self.resident = nbytes <= RESIDENT_LIMIT_BYTES if resident is None else resident
+        self._host = host
+        self.data = jax.device_put(host, self._placer.replicated) if self.resident else None
+
+    def _indices(self, epoch: int) -> np.ndarray:
+        """The epoch's batch indices ``[steps, batch]``, ``-1`` for padding."""
+        order = np.arange(self.num_examples)
+        if self.shuffle:
+            order = np.random.default_rng([self.seed, epoch]).permutation(self.num_examples)
+        total = self.steps_per_epoch * self.batch_size
+        if total > self.num_examples:  # steps beyond one pass: wrap around, as Keras repeats
+            reps = math.ceil(total / self.num_examples)
+            order = np.concatenate([order] * reps)[:total]
+            if self.steps_per_epoch == self.full_steps:
+                order[self.num_examples :] = -1
+        return order[:total].reshape(self.steps_per_epoch, self.batch_size).astype(np.int32)
+
+    def executions(self, epoch: int = 0) -> Iterator[Execution]:
+        """Yields the epoch's executions, in order."""
+        idx = self._indices(epoch)
+        for first in range(0, self.steps_per_epoch, self.n):
+            block = idx[first : first + self.n]
+            steps = len(block)
+            if steps < self.n:
+                block = np.concatenate(
+                    [block, np.full((self.n - steps, self.batch_size), -1, np.int32)]
+                )
+            sizes = tuple(int(s) for s in (block[:steps] >= 0).sum(axis=1))
+            yield Execution(self._stack(block), first, steps, sizes)
+
+    def _stack(self, block: np.ndarray):
+        if self.resident:
+            return self._placer.stacked_put(block)
+        safe = np.maximum(block, 0)
+        x, y, sw = jax.tree.map(lambda a: a[safe], self._host)
+        mask = (block >= 0).astype(np.float32)
+        return self._placer.stacked_put((x, y, sw, mask))
+
+
+def _class_weights(class_weight: dict, y) -> np.ndarray:
+    if y is None:
+        raise ValueError("class_weight needs targets y; got y=None.")
+    labels = np.asarray(y)
+    if labels.ndim > 1 and labels.shape[-1] > 1:
+        labels = labels.argmax(-1)
+    labels = labels.reshape(labels.shape[0], -1)[:, 0].astype(np.int64)
+    table = np.ones(max(int(labels.max()) + 1, max(class_weight) + 1), np.float32)
+    for cls, w in class_weight.items():
+        table[int(cls)] = float(w)
+    return table[labels]
+
+
+def split_batch(element) -> tuple[Any, Any, Any]:
+    """Reads a batch as ``(x, y, sample_weight)``, Keras's way."""
+    if isinstance(element, tuple):
+        if len(element) == 1:
+            return element[0], None, None
+        if len(element) == 2:
+            return element[0], element[1], None
+        if len(element) == 3:
+            return element
+        raise ValueError(
+            "A batch is x, (x,), (x, y) or (x, y, sample_weight); got a tuple of "
+            f"{len(element)} items. Put multiple inputs in a dict or an inner tuple."
+        )
+    return element, None, None
+
+
+class IterableAdapter:
+    """Batches from an iterable (Dataset, distributed dataset, generator), stacked by N."""
+
+    def __init__(
+        self,
+        iterable: Iterable,
+        *,
+        steps_per_execution: int,
+        mesh,
+        num_replicas: int,
+        steps: int | None = None,
+        class_weight: dict | None = None,
+    ):
+        self._iterable = iterable
+        self.n = steps_per_execution
+        self._steps_given = steps
+        self.steps_per_epoch = steps if steps is not None else _known_length(iterable)
+        self._num_replicas = num_replicas
+        self._placer = _Placer(mesh)
+        self._class_weight = class_weight
+        self._iterator: Iterator | None = None
+        self.batch_size: int | None = None
+        self.resident = False
+        self.data = None
+
+    def _epoch_iterator(self) -> Iterator:
+        # Keras: a fresh pass per epoch, unless steps_per_epoch was given (then one
+        # iterator continues across epochs) or the input is itself an iterator.
+        fresh = self._steps_given is None and not hasattr(self._iterable, "__next__")
+        if self._iterator is None or fresh:
+            self._iterator = iter(self._iterable)
+        return self._iterator
+
+    def executions(self, epoch: int = 0) -> Iterator[Execution]:
+        """Yields the epoch's executions, in order."""
+        del epoch
+        it = self._epoch_iterator()
+        limit = self.steps_per_epoch
+        step = 0
+        while limit is None or step < limit:
+            want = self.n if limit is None else min(self.n, limit - step)
+            batches = list(itertools.islice(it, want))
+            if not batches:
+                if limit is not None and step < limit:
+                    raise ValueError(
+                        f"The input ran out of data after {step} of {limit} steps this epoch. "
+                        "Use .repeat() on the dataset, or lower steps_per_epoch."
+                    )
+                return
+            yield self._stack(batches, step)
+            step += len(batches)
+            if len(batches) < want:
+                return
+
+    def _stack(self, batches: list, first: int) -> Execution:
+        parts = [split_batch(_as_host(b)) for b in batches]
+        sizes = [_leading(p[0]) for p in parts]
+        if self.batch_size is None:
+            self.batch_size = max(sizes)
+            check_global_batch(self.batch_size, self._num_replicas, "batch size of the input")
+        if max(sizes) > self.batch_size:
+            raise ValueError(
+                f"A batch of {max(sizes)} examples followed batches of {self.batch_size}: "
+                "every batch must be at most as large as the first (compiled programs have "
+                "static shapes). Batch the data with one batch size."
+            )
+        b = self.batch_size
+        has_y = parts[0][1] is not None
+        rows = []
+        for (x, y, sw), size in zip(parts, sizes, strict=True):
+            if sw is None:
+                sw = np.ones(size, np.float32)
+            sw = np.asarray(sw, np.float32).reshape(size)
+            if self._class_weight is not None:
+                sw = sw * _class_weights(self._class_weight, y)
+            y = y if has_y else np.zeros(size, np.float32)
+            mask = np.ones(size, np.float32)
+            rows.append(jax.tree.map(lambda a, s=size: _pad(a, b - s), (x, y, sw, mask)))
+        while len(rows) < self.n:
+            rows.append(jax.tree.map(np.zeros_like, rows[0]))
+        stacked = jax.tree.map(lambda *a: np.stack(a), *rows)
+        return Execution(self._placer.stacked_put(stacked), first, len(parts), tuple(sizes))
+
+
+def _pad(a: np.ndarray, extra: int) -> np.ndarray:
+    a = np.asarray(a)
+    if extra == 0:
+        return a
+    return np.concatenate([a, np.zeros((extra,) + a.shape[1:], a.dtype)])
+
+
+def _known_length(iterable) -> int | None:
+    card = getattr(iterable, "cardinality", None)
+    if callable(card):
+        n = int(card())
+        return n if n >= 0 else None
+    try:
+        return len(iterable)
+    except TypeError:
+        return None

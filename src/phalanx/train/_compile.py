@@ -1,0 +1,104 @@
+"""``compile``'s arguments resolved into what the step functions call.
+
+Optimizers, losses and metrics are resolved by their own modules
+(``optimizers.get``, ``losses.get``, ``metrics.get``); this module ties them
+together (``"accuracy"`` depends on the loss) and gives ``model.optimizer``,
+the handle through which callbacks read and set the learning rate in the
+optimizer state without recompiling.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import jax
+import optax
+
+from . import losses as _losses
+from . import metrics as _metrics
+from . import optimizers as _optimizers
+
+if TYPE_CHECKING:
+    from ._model import Model
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class CompileConfig:
+    """What ``compile`` was given, resolved."""
+
+    optimizer: Any  # the phalanx optimizer object, or the optax transformation given
+    tx: optax.GradientTransformation
+    loss: Any
+    metrics: tuple
+    steps_per_execution: int
+    seed: int
+
+    def optimizer_handle(self, model: Model) -> OptimizerHandle:
+        """The ``model.optimizer`` object callbacks use."""
+        return OptimizerHandle(model, self.optimizer)
+
+
+class OptimizerHandle:
+    """``model.optimizer``: the compiled optimizer, with a live ``learning_rate``.
+
+    Reading ``learning_rate`` returns the value in the optimizer state now;
+    setting it writes the state (no recompilation). A schedule's rate is
+    read-only.
+    """
+
+    def __init__(self, model: Model, optimizer: Any):
+        self._model = model
+        self._optimizer = optimizer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._optimizer, name)
+
+    @property
+    def learning_rate(self) -> float:
+        """The current learning rate."""
+        state = self._model._state
+        if state is not None:
+            value = _optimizers.get_learning_rate(state.opt_state)
+            if value is not None:
+                return float(jax.device_get(value))
+        lr = getattr(self._optimizer, "learning_rate", None)
+        if lr is None or callable(lr):
+            raise TypeError(
+                "This optimizer's learning rate is not a number that phalanx can read: "
+                f"{lr!r}. Use a phalanx optimizer (e.g. phalanx.optimizers.Adam) with a float "
+                "learning_rate."
+            )
+        return float(lr)
+
+    @learning_rate.setter
+    def learning_rate(self, value: float) -> None:
+        model = self._model
+        if model._state is None:
+            model._init_state()
+        opt_state = _optimizers.set_learning_rate(model._state.opt_state, float(value))
+        model._state = model._state._replace(
+            opt_state=model.distribute_strategy.replicate(opt_state)
+        )
+
+    def __repr__(self) -> str:
+        return f"OptimizerHandle({self._optimizer!r})"
+
+
+def resolve_compile(
+    optimizer: Any, loss: Any, metrics: Sequence[Any] | None, steps_per_execution: int, seed: int
+) -> CompileConfig:
+    """Resolves ``compile``'s arguments; raises with the accepted names on a mistake."""
+    opt = _optimizers.get(optimizer)
+    tx = opt if isinstance(opt, optax.GradientTransformation) else opt.to_optax()
+    loss_fn = None if loss is None else _losses.get(loss)
+    if metrics is not None and not isinstance(metrics, list | tuple):
+        raise TypeError(
+            f"metrics must be a list, got {type(metrics).__name__}: write metrics=[{metrics!r}]."
+        )
+    resolved = tuple(_metrics.get(m, loss=loss_fn) for m in (metrics or ()))
+    names = [m.name for m in resolved]
+    if len(set(names)) != len(names) or "loss" in names:
+        raise ValueError(f"Metric names must be unique and not 'loss'; got {names}.")
+    return CompileConfig(opt, tx, loss_fn, resolved, steps_per_execution, seed)

@@ -1,0 +1,676 @@
+"""``Model``: Keras's ``compile``/``fit``/``evaluate``/``predict`` over a flax.nnx module.
+
+``fit`` reads like a table of contents: adapt the input (``_adapter``), build
+the state (``TrainState``, replicated on the strategy's mesh), then for each
+epoch run compiled executions of ``steps_per_execution`` fused steps
+(``_step.fused_program``) and tell the callbacks.
+
+Strategy (a decision of this project): a model belongs to the strategy current
+when it is created (``model.distribute_strategy``). A model created outside
+any scope and compiled inside one is *moved* onto that strategy's mesh (its
+weights are replicated there; one log line says so). A model created under
+one strategy and compiled under another raises, since its weights already
+live on the first strategy's devices.
+
+At most two executions are in flight: the host dispatches execution ``k+1``,
+then waits for the logs of ``k`` (DESIGN.md: unbounded dispatch deadlocks the
+CPU collectives), so callbacks see each execution's logs in order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import flax.nnx as nnx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..distribute import Strategy, get_strategy
+from ..errors import ScopeError
+from . import _adapter, _step, _weights
+from ._compile import CompileConfig, resolve_compile
+
+log = logging.getLogger("phalanx")
+
+
+class Model:
+    """A trainable model: a flax.nnx module plus Keras's training API.
+
+    Args:
+      module: any ``flax.nnx.Module`` (your own subclass included) whose
+        ``__call__`` maps a batch of inputs to outputs. It may accept
+        ``training=``, ``return_logits=`` and ``rngs=`` keywords; phalanx passes
+        the ones it accepts.
+      name: the model's name, for ``summary()``.
+
+    Example:
+      >>> import flax.nnx as nnx, numpy as np
+      >>> import phalanx
+      >>> model = phalanx.Model(nnx.Linear(3, 1, rngs=nnx.Rngs(0)))
+      >>> model.compile(optimizer="sgd", loss="mse")
+      >>> history = model.fit(np.ones((8, 3)), np.ones((8, 1)), batch_size=4, verbose=0)
+      >>> len(history.history["loss"])
+      1
+    """
+
+    def __init__(self, module: nnx.Module | None = None, *, name: str | None = None):
+        if module is not None and not isinstance(module, nnx.Module):
+            raise TypeError(
+                f"Model wraps a flax.nnx.Module, got {type(module).__name__}. Subclass "
+                "nnx.Module, or use phalanx.Sequential([...]) with phalanx layers."
+            )
+        self._module = module
+        self.name = name or type(self).__name__.lower()
+        self._strategy: Strategy = get_strategy()
+        self._config: CompileConfig | None = None
+        self._state: _step.TrainState | None = None
+        self._graphdefs: tuple | None = None
+        self._programs: dict = {}
+        self.stop_training = False
+        self.history = None
+        self.optimizer = None
+
+    # -- building -----------------------------------------------------------
+
+    @property
+    def distribute_strategy(self) -> Strategy:
+        """The strategy whose mesh holds this model's weights."""
+        return self._strategy
+
+    @property
+    def module(self) -> nnx.Module:
+        """The flax.nnx module, with the latest trained weights."""
+        self._sync_module()
+        return self._module
+
+    @property
+    def built(self) -> bool:
+        """Whether the weights exist."""
+        return self._module is not None and self._is_module_built()
+
+    def _is_module_built(self) -> bool:
+        return getattr(self._module, "built", True)
+
+    def build(self, input_shape: Sequence[int | None]) -> None:
+        """Creates the weights for inputs of ``input_shape`` (per example, no batch axis)."""
+        builder = getattr(self._module, "build", None)
+        if callable(builder) and not self._is_module_built():
+            builder(tuple(input_shape))
+
+    def _ensure_built(self, x_example: Any) -> None:
+        if self.built:
+            return
+        shape = tuple(np.shape(jax.tree.leaves(x_example)[0]))[1:]
+        self.build(shape)
+
+    def __call__(self, x: Any, training: bool = False) -> Any:
+        """Runs the model on a batch, eagerly (outside the compiled steps)."""
+        self._ensure_built(x)
+        module = self.module
+        kwargs = {"training": training} if _step.module_call_style(module)["takes_training"] else {}
+        return module(jnp.asarray(x), **kwargs)
+
+    # -- compile ------------------------------------------------------------
+
+    def compile(
+        self,
+        optimizer: Any = "rmsprop",
+        loss: Any = None,
+        metrics: Sequence[Any] | None = None,
+        *,
+        steps_per_execution: int = 1,
+        jit_compile: bool = True,
+        seed: int = 0,
+    ) -> None:
+        """Configures the model for training (Keras's ``compile``).
+
+        Args:
+          optimizer: a Keras name (``"adam"``, ``"sgd"``, ``"rmsprop"``, ``"adamw"``,
+            ``"adagrad"``), a ``phalanx.optimizers`` object, or an optax
+            ``GradientTransformation``.
+          loss: a Keras loss name, a ``phalanx.losses`` object, or a callable
+            ``(y_true, y_pred) -> per-example losses``.
+          metrics: names (``"accuracy"`` is resolved from the loss, as Keras does)
+            or ``phalanx.metrics`` objects.
+          steps_per_execution: the number of training steps fused into one compiled
+            program (``lax.scan``); callbacks and the progress bar see each
+            execution once, with every step counted.
+          jit_compile: must be True: every step is compiled by XLA.
+          seed: the seed of the dropout keys and of ``fit``'s shuffling.
+
+        Raises:
+          ValueError: an argument is out of range.
+          ScopeError: the model belongs to another strategy than the current one.
+        """
+        if not jit_compile:
+            raise ValueError(
+                "jit_compile=False is not supported: phalanx compiles every step with XLA. "
+                "Debug a step eagerly with model(x) or jax.disable_jit()."
+            )
+        if isinstance(steps_per_execution, bool) or not isinstance(steps_per_execution, int):
+            raise TypeError(f"steps_per_execution must be an int, got {steps_per_execution!r}.")
+        if steps_per_execution < 1:
+            raise ValueError(f"steps_per_execution must be >= 1, got {steps_per_execution}.")
+        self._adopt_current_strategy()
+        self._config = resolve_compile(optimizer, loss, metrics, steps_per_execution, seed)
+        if steps_per_execution == 1 and getattr(self._strategy, "recommends_fused_steps", False):
+            log.warning(
+                "phalanx: %r runs each step as its own program; compile(..., "
+                "steps_per_execution=N) with N of 50-100 keeps the TPU busy between host "
+                "round trips.",
+                self._strategy,
+            )
+        self.optimizer = self._config.optimizer_handle(self)
+        self._programs = {}
+        if self._state is not None:  # recompiling keeps the weights, resets the optimizer
+            self._sync_module()
+            self._state = None
+
+    def _adopt_current_strategy(self) -> None:
+        current = get_strategy()
+        if current is self._strategy:
+            return
+        from ..distribute._one_device import _DefaultStrategy
+
+        if isinstance(current, _DefaultStrategy):
+            return  # compiled outside any scope: keep the model's own strategy
+        if isinstance(self._strategy, _DefaultStrategy):
+            log.info(
+                "phalanx: moving model %r onto %r (created outside its scope).", self.name, current
+            )
+            self._sync_module()
+            self._strategy = current
+            self._state = None
+            self._programs = {}
+            return
+        raise ScopeError(
+            f"Model {self.name!r} was created under {self._strategy!r} but compiled under "
+            f"{current!r}: its weights live on the first strategy's devices. Create and "
+            "compile the model inside the same strategy.scope()."
+        )
+
+    @property
+    def steps_per_execution(self) -> int:
+        """The number of steps fused into one compiled program."""
+        return self._config.steps_per_execution if self._config else 1
+
+    def _require_compiled(self, what: str) -> CompileConfig:
+        if self._config is None:
+            raise RuntimeError(
+                f"You must call compile() before {what}(): e.g. "
+                "model.compile(optimizer='adam', loss='sparse_categorical_crossentropy')."
+            )
+        return self._config
+
+    # -- state --------------------------------------------------------------
+
+    def _init_state(self) -> None:
+        if self._state is not None:
+            return
+        config = self._require_compiled("fit")
+        module = self._module
+        style = _step.module_call_style(module)
+        if style["takes_training"]:  # the mode is an argument: one graph serves both
+            train_graphdef, params, rest = nnx.split(module, nnx.Param, ...)
+            eval_graphdef = train_graphdef
+        else:  # nnx's own modules keep the mode in attributes (Dropout.deterministic ...)
+            module.train()
+            train_graphdef, params, rest = nnx.split(module, nnx.Param, ...)
+            module.eval()
+            eval_graphdef = nnx.graphdef(module)
+        self._step_config = _step.StepConfig(
+            train_graphdef=train_graphdef,
+            eval_graphdef=eval_graphdef,
+            loss=config.loss,
+            metrics=tuple(config.metrics),
+            optimizer=config.tx,
+            compute_dtype=_compute_dtype(self._strategy),
+            **style,
+        )
+        state = _step.TrainState(
+            params=params,
+            rest=rest,
+            opt_state=config.tx.init(params),
+            loss=jnp.zeros(2, jnp.float32),
+            metrics=tuple(m.init() for m in config.metrics),
+            step=jnp.zeros((), jnp.int32),
+            rng=jax.random.key(config.seed),
+        )
+        self._state = self._strategy.replicate(state)
+
+    def _sync_module(self) -> None:
+        """Writes the trained state back into the nnx module object."""
+        if self._state is not None and self._module is not None:
+            nnx.update(self._module, jax.device_get(self._state.params))
+            nnx.update(self._module, jax.device_get(self._state.rest))
+
+    def _reset_metrics(self, state: _step.TrainState) -> _step.TrainState:
+        fresh = (jnp.zeros(2, jnp.float32), tuple(m.init() for m in self._step_config.metrics))
+        loss, metrics = self._strategy.replicate(fresh)
+        return state._replace(loss=loss, metrics=metrics)
+
+    def _program(self, kind: str, resident: bool) -> Callable:
+        key = (kind, resident)
+        if key not in self._programs:
+            self._programs[key] = _step.fused_program(
+                kind, self._step_config, self._strategy.mesh, resident=resident
+            )
+        return self._programs[key]
+
+    # -- input --------------------------------------------------------------
+
+    def _adapter(self, x, y, sample_weight, *, batch_size, steps, shuffle, class_weight):
+        n = self._strategy.num_replicas_in_sync
+        spe = self.steps_per_execution
+        if _is_array_like(x):
+            batch_size = 32 if batch_size is None else batch_size
+            if not isinstance(batch_size, int) or batch_size < 1:
+                raise ValueError(f"batch_size must be a positive int, got {batch_size!r}.")
+            _adapter.check_global_batch(batch_size, n)
+            return _adapter.ArrayAdapter(
+                x,
+                y,
+                sample_weight,
+                batch_size=batch_size,
+                steps_per_execution=spe,
+                mesh=self._strategy.mesh,
+                shuffle=shuffle,
+                seed=self._config.seed,
+                steps=steps,
+                class_weight=class_weight,
+            )
+        if y is not None or sample_weight is not None:
+            raise ValueError(
+                f"When x is a {type(x).__name__} (a dataset or generator yielding (x, y) "
+                "batches), pass y and sample_weight inside its batches, not as arguments."
+            )
+        if batch_size is not None:
+            raise ValueError(
+                f"Do not pass batch_size with a {type(x).__name__}: it yields batches already."
+            )
+        return _adapter.IterableAdapter(
+            _undistribute(x),
+            steps_per_execution=spe,
+            mesh=self._strategy.mesh,
+            num_replicas=n,
+            steps=steps,
+            class_weight=class_weight,
+        )
+
+    # -- fit ----------------------------------------------------------------
+
+    def fit(
+        self,
+        x: Any = None,
+        y: Any = None,
+        batch_size: int | None = None,
+        epochs: int = 1,
+        verbose: int | str = "auto",
+        callbacks: Sequence[Any] | None = None,
+        validation_split: float = 0.0,
+        validation_data: Any = None,
+        shuffle: bool = True,
+        class_weight: dict | None = None,
+        sample_weight: Any = None,
+        initial_epoch: int = 0,
+        steps_per_epoch: int | None = None,
+        validation_steps: int | None = None,
+        validation_batch_size: int | None = None,
+        validation_freq: int = 1,
+    ):
+        """Trains the model (Keras's ``fit``); returns the ``History``.
+
+        ``x`` may be arrays (with ``y``), a phalanx ``Dataset``, a distributed
+        dataset, or a Python generator of ``(x, y[, sample_weight])`` batches.
+        ``batch_size`` is the *global* batch, split over the replicas.
+
+        Raises:
+          BatchNotDivisibleError: the global batch does not split over the replicas.
+          RuntimeError: ``compile`` was not called.
+        """
+        self._require_compiled("fit")
+        _check_positive_int(epochs, "epochs")
+        _check_positive_int(validation_freq, "validation_freq")
+        if validation_split and validation_data is None:
+            (x, y, sample_weight), validation_data = _split_validation(
+                x, y, sample_weight, validation_split
+            )
+        train = self._adapter(
+            x,
+            y,
+            sample_weight,
+            batch_size=batch_size,
+            steps=steps_per_epoch,
+            shuffle=shuffle,
+            class_weight=class_weight,
+        )
+        val = None
+        if validation_data is not None:
+            vx, vy, vsw = _adapter.split_batch(_as_tuple(validation_data))
+            val = self._adapter(
+                vx,
+                vy,
+                vsw,
+                batch_size=validation_batch_size or batch_size,
+                steps=validation_steps,
+                shuffle=False,
+                class_weight=None,
+            )
+        cbs = self._callbacks(callbacks, verbose, epochs=epochs, steps=train.steps_per_epoch)
+        self.stop_training = False
+        cbs.on_train_begin()
+        logs: dict = {}
+        for epoch in range(initial_epoch, epochs):
+            cbs.on_epoch_begin(epoch)
+            logs = self._run_epoch("train", train, epoch, cbs)
+            if val is not None and (epoch + 1) % validation_freq == 0:
+                val_logs = self._evaluate_adapter(val, None)
+                logs.update({f"val_{k}": v for k, v in val_logs.items()})
+            cbs.on_epoch_end(epoch, logs)
+            if self.stop_training:
+                break
+        cbs.on_train_end(logs)
+        self._sync_module()
+        return self.history
+
+    def _callbacks(self, callbacks, verbose, *, epochs, steps, progbar=True):
+        from ..callbacks import CallbackList
+
+        verbose = 1 if verbose == "auto" else int(verbose)
+        return CallbackList(
+            list(callbacks or []),
+            add_history=True,
+            add_progbar=progbar and verbose != 0,
+            model=self,
+            verbose=verbose,
+            epochs=epochs,
+            steps=steps,
+        )
+
+    def _run_epoch(self, kind: str, adapter, epoch: int, cbs) -> dict:
+        """Runs one epoch of executions; at most two in flight. Returns the last logs."""
+        executions = self._prepared(adapter, epoch)
+        program = self._program(kind, adapter.resident)
+        state = self._reset_metrics(self._state)
+        begin, end = _hooks(cbs, kind)
+        pending = None
+        logs: dict = {}
+        for ex in executions:
+            begin(ex.first_step)
+            state, dev_logs = program(state, adapter.data, ex.xs)
+            if pending is not None:
+                logs = self._finish(pending, end)
+            pending = (ex, dev_logs)
+            if kind == "train" and self.stop_training:
+                break
+        if pending is not None:
+            logs = self._finish(pending, end)
+        if kind == "train":
+            self._state = state
+        return logs
+
+    def _prepared(self, adapter, epoch: int):
+        """The epoch's executions, once the model is built and its state placed.
+
+        A model that has not seen data yet is built from the first execution's
+        input shape (Keras builds on first use too).
+        """
+        executions = adapter.executions(epoch)
+        first = next(executions, None)
+        if first is None:
+            raise ValueError(
+                "The input yielded no batches. Check that the dataset is not empty (or "
+                "exhausted: a generator can be iterated once; use a Dataset with .repeat())."
+            )
+        if not self.built:
+            if adapter.resident:
+                shape = jax.tree.leaves(adapter.data[0])[0].shape[1:]
+            else:
+                shape = jax.tree.leaves(first.xs[0])[0].shape[2:]
+            self.build(shape)
+        self._init_state()
+        return itertools.chain([first], executions)
+
+    def _finish(self, pending, end) -> dict:
+        ex, dev_logs = pending
+        host = jax.device_get(dev_logs)
+        # Keras's order: the loss, then the metrics as compiled (pytrees sort dict keys).
+        order = ["loss"] + [m.name for m in self._step_config.metrics]
+        logs = {k: float(host[k]) for k in order if k in host}
+        end(ex.first_step + ex.steps - 1, logs)
+        return logs
+
+    # -- evaluate / predict -------------------------------------------------------
+
+    def evaluate(
+        self,
+        x: Any = None,
+        y: Any = None,
+        batch_size: int | None = None,
+        verbose: int | str = "auto",
+        sample_weight: Any = None,
+        steps: int | None = None,
+        callbacks: Sequence[Any] | None = None,
+        return_dict: bool = False,
+    ):
+        """Returns the loss and metrics on the given data (Keras's ``evaluate``).
+
+        Every example counts exactly once: a short last batch is padded and
+        masked, so the result equals one device's over the same examples.
+        """
+        self._require_compiled("evaluate")
+        adapter = self._adapter(
+            x,
+            y,
+            sample_weight,
+            batch_size=batch_size,
+            steps=steps,
+            shuffle=False,
+            class_weight=None,
+        )
+        cbs = self._callbacks(callbacks, verbose, epochs=1, steps=adapter.steps_per_epoch)
+        logs = self._evaluate_adapter(adapter, cbs)
+        if return_dict:
+            return logs
+        values = list(logs.values())
+        return values[0] if len(values) == 1 else values
+
+    def _evaluate_adapter(self, adapter, cbs) -> dict:
+        if cbs is not None:
+            cbs.on_test_begin()
+        saved = self._state
+        logs = self._run_epoch("eval", adapter, 0, cbs)
+        self._state = saved
+        if cbs is not None:
+            cbs.on_test_end(logs)
+        return logs
+
+    def predict(
+        self,
+        x: Any,
+        batch_size: int | None = None,
+        verbose: int | str = "auto",
+        steps: int | None = None,
+        callbacks: Sequence[Any] | None = None,
+    ) -> Any:
+        """Returns the model's outputs for every input example, in order (numpy)."""
+        if self._config is None:
+            self.compile(optimizer="sgd", loss=None)
+        adapter = self._adapter(
+            x, None, None, batch_size=batch_size, steps=steps, shuffle=False, class_weight=None
+        )
+        cbs = self._callbacks(callbacks, verbose, epochs=1, steps=adapter.steps_per_epoch)
+        cbs.on_predict_begin()
+        executions = self._prepared(adapter, 0)
+        program = self._program("predict", adapter.resident)
+        outputs, pending = [], None
+        for ex in executions:
+            cbs.on_predict_batch_begin(ex.first_step)
+            out = program(self._state, adapter.data, ex.xs)
+            if pending is not None:
+                outputs.extend(_unpad_predictions(*pending))
+                cbs.on_predict_batch_end(pending[0].first_step + pending[0].steps - 1, {})
+            pending = (ex, out)
+        if pending is not None:
+            outputs.extend(_unpad_predictions(*pending))
+            cbs.on_predict_batch_end(pending[0].first_step + pending[0].steps - 1, {})
+        cbs.on_predict_end()
+        if not outputs:
+            raise ValueError("predict got no input batches: the input is empty.")
+        return jax.tree.map(lambda *parts: np.concatenate(parts), *outputs)
+
+    # -- single batches -----------------------------------------------------
+
+    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
+        """Runs one training step on one global batch; returns its loss and metrics."""
+        self._require_compiled("train_on_batch")
+        adapter = self._one_batch_adapter(x, y, sample_weight, class_weight)
+        logs = self._run_epoch("train", adapter, 0, None)
+        return _format_logs(logs, return_dict)
+
+    def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
+        """Returns the loss and metrics of one batch, without training."""
+        self._require_compiled("test_on_batch")
+        adapter = self._one_batch_adapter(x, y, sample_weight, None)
+        return _format_logs(self._evaluate_adapter(adapter, None), return_dict)
+
+    def predict_on_batch(self, x):
+        """Returns the outputs for one batch."""
+        return self.predict(x, batch_size=_adapter._leading(x), verbose=0)
+
+    def _one_batch_adapter(self, x, y, sample_weight, class_weight):
+        n = _adapter._leading(x)
+        size = (
+            math.ceil(n / self._strategy.num_replicas_in_sync) * self._strategy.num_replicas_in_sync
+        )
+        return _adapter.ArrayAdapter(
+            x,
+            y,
+            sample_weight,
+            batch_size=size,
+            steps_per_execution=1,
+            mesh=self._strategy.mesh,
+            class_weight=class_weight,
+            resident=False,
+        )
+
+    # -- weights ------------------------------------------------------------
+
+    def _weights(self):
+        if not self.built:
+            raise RuntimeError(
+                f"Model {self.name!r} has no weights yet: call build(input_shape), fit, or the "
+                "model on a batch first."
+            )
+        return _weights.weights_state(self.module)
+
+    def get_weights(self) -> list[np.ndarray]:
+        """Every weight (trainable and non-trainable) as numpy arrays, in a stable order."""
+        return _weights.state_to_list(self._weights())
+
+    def set_weights(self, weights: list) -> None:
+        """Sets every weight from a list in ``get_weights()`` order."""
+        self._load_state(_weights.list_to_state(self._weights(), weights))
+
+    def save_weights(self, filepath: str, overwrite: bool = True) -> None:
+        """Writes the weights to ``filepath`` (an ``.npz`` archive; loading runs no code)."""
+        from pathlib import Path
+
+        if not overwrite and Path(filepath).exists():
+            raise FileExistsError(f"{filepath!r} exists and overwrite=False.")
+        _weights.save(filepath, self._weights())
+
+    def load_weights(self, filepath: str) -> None:
+        """Reads weights saved by ``save_weights``, under any replica count."""
+        self._load_state(_weights.load(filepath, self._weights()))
+
+    def _load_state(self, state) -> None:
+        nnx.update(self._module, state)
+        if self._state is not None:
+            params = nnx.state(self._module, nnx.Param)
+            rest = nnx.state(self._module, nnx.Not(nnx.Param))
+            self._state = self._state._replace(
+                params=self._strategy.replicate(params), rest=self._strategy.replicate(rest)
+            )
+
+    def count_params(self) -> int:
+        """The number of weights."""
+        return int(sum(np.size(w) for w in self.get_weights()))
+
+    def summary(self, print_fn: Callable[[str], Any] = print) -> None:
+        """Prints the layers, their output shapes and parameter counts."""
+        module = self.module
+        text = module.summary() if hasattr(module, "summary") else None
+        if text is None:
+            text = f"Model: {self.name!r} ({type(module).__name__})\nTotal params: {self.count_params():,}"
+        print_fn(text)
+
+
+def _compute_dtype(strategy):
+    dtype = getattr(strategy, "compute_dtype", None)
+    return None if dtype in (None, "float32") else jnp.dtype(dtype)
+
+
+def _hooks(cbs, kind):
+    if cbs is None:
+        return (lambda step: None), (lambda step, logs: None)
+    if kind == "train":
+        return cbs.on_train_batch_begin, cbs.on_train_batch_end
+    return cbs.on_test_batch_begin, cbs.on_test_batch_end
+
+
+def _unpad_predictions(ex, out):
+    host = jax.device_get(out)
+    return [jax.tree.map(lambda a, i=i, s=s: a[i, :s], host) for i, s in enumerate(ex.sizes)]
+
+
+def _format_logs(logs: dict, return_dict: bool):
+    if return_dict:
+        return logs
+    values = list(logs.values())
+    return values[0] if len(values) == 1 else values
+
+
+def _is_array_like(x) -> bool:
+    """Arrays, or tuples/lists/dicts of arrays (Keras's in-memory inputs)."""
+    if not isinstance(x, np.ndarray | jax.Array | dict | tuple | list):
+        return False
+    leaves = jax.tree.leaves(x)
+    return bool(leaves) and all(isinstance(a, np.ndarray | jax.Array) for a in leaves)
+
+
+def _undistribute(x):
+    return getattr(x, "_dataset_for_fit", x)
+
+
+def _as_tuple(data):
+    return data if isinstance(data, tuple) else (data,)
+
+
+def _split_validation(x, y, sample_weight, split: float):
+    if not 0.0 < split < 1.0:
+        raise ValueError(f"validation_split must be in (0, 1), got {split}.")
+    if not _is_array_like(x):
+        raise ValueError(
+            "validation_split works with array inputs only (Keras's rule); for a dataset or "
+            "generator, pass validation_data."
+        )
+    n = _adapter._leading(x)
+    cut = int(n * (1.0 - split))
+
+    def part(tree, sl):
+        return None if tree is None else jax.tree.map(lambda a: np.asarray(a)[sl], tree)
+
+    train = (part(x, slice(0, cut)), part(y, slice(0, cut)), part(sample_weight, slice(0, cut)))
+    val = (part(x, slice(cut, n)), part(y, slice(cut, n)), part(sample_weight, slice(cut, n)))
+    return train, tuple(v for v in val if v is not None)
+
+
+def _check_positive_int(value, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}.")

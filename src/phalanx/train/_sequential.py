@@ -1,0 +1,49 @@
+"""``Sequential``: Keras's ``Sequential`` model, a ``Model`` over a stack of layers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from ._layer import Layer
+from ._model import Model
+from ._network import Sequential as _Network
+
+
+class Sequential(Model):
+    """A linear stack of layers with Keras's training API.
+
+    Args:
+      layers: the layers, first to last (``phalanx.layers.Dense(...)`` ...). The
+        first may be ``layers.Input(shape=...)`` or carry ``input_shape=``;
+        otherwise the model is built from the first batch it sees.
+      name: the model's name.
+
+    Example:
+      >>> import numpy as np
+      >>> from phalanx import Sequential, layers
+      >>> model = Sequential([layers.Dense(4, activation="relu"), layers.Dense(1)])
+      >>> model.compile(optimizer="adam", loss="mse")
+      >>> model.fit(np.ones((8, 3)), np.ones((8, 1)), batch_size=4, verbose=0).epoch
+      [0]
+    """
+
+    def __init__(self, layers: Iterable[Layer] | None = None, *, name: str | None = None):
+        super().__init__(_Network(layers, name=name), name=name or "sequential")
+
+    @property
+    def layers(self) -> list[Layer]:
+        """The layers, first to last."""
+        return list(self._module.layers)
+
+    def add(self, layer: Layer) -> None:
+        """Appends a layer (before the model is built)."""
+        self._module.add(layer)
+
+    def pop(self) -> Layer:
+        """Removes and returns the last layer (before the model is built)."""
+        return self._module.pop()
+
+    def build(self, input_shape: Sequence[int | None] | None = None) -> None:
+        """Creates the weights for inputs of ``input_shape`` (per example, no batch axis)."""
+        if not self.built:
+            self._module.build(None if input_shape is None else tuple(input_shape))

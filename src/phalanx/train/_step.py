@@ -1,0 +1,294 @@
+"""The pure step functions of ``fit``/``evaluate``/``predict``, fused over N steps.
+
+A step is a pure function of explicit state (STYLE.md): ``TrainState`` holds
+the parameters, the rest of the model's state (batch statistics, RNG
+counters), the optimizer state and the metric accumulators; nothing is closed
+over but static configuration. ``fused_train_program`` turns it into one
+compiled program that runs N steps with ``lax.scan`` (DESIGN.md, decision 5),
+once per replica under ``jax.shard_map`` over the strategy's mesh, with
+TensorFlow's gradient semantics (decision 3): each replica's loss is divided by
+the number of real examples in the *global* batch, and the gradient with
+respect to replicated parameters arrives summed over replicas.
+
+Batches reach a step as *per-replica* pieces ``(x, y, sample_weight, mask)``:
+``mask`` is 0 for padding (a short last batch, or a step past the end of the
+data in the last group of N), and padded examples count nowhere: not in the
+loss, the gradient, the metrics or the example counts. A step whose global
+batch is all padding leaves every state unchanged.
+
+Input comes in one of two forms, chosen by the data adapter:
+
+- *stacked*: arrays ``[N, global_batch, ...]`` sharded ``P(None, 'replica')``;
+- *resident*: the whole data set lives on every device (``P()``), and the
+  program receives only indices ``[N, global_batch]`` (``-1`` for padding) and
+  gathers each batch on the device.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import flax.nnx as nnx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.sharding import PartitionSpec as P
+
+AXIS = "replica"
+
+
+class TrainState(NamedTuple):
+    """Everything a training step reads and writes; a pytree, replicated on the mesh.
+
+    Attributes:
+      params: the trainable ``nnx.Param`` state.
+      rest: every other model state (``BatchStat``, RNG keys and counts).
+      opt_state: the optax optimizer state.
+      loss: ``[sum of weighted per-example losses, number of real examples]``
+        since the metrics were last reset (Keras's loss tracker).
+      metrics: one accumulator pytree per compiled metric.
+      step: the number of optimizer steps taken (int32 scalar).
+      rng: the base PRNG key; step ``k`` on replica ``r`` draws from
+        ``fold_in(fold_in(rng, k), r)`` (dropout differs per step and replica, and a
+        resumed run draws the same keys).
+    """
+
+    params: Any
+    rest: Any
+    opt_state: Any
+    loss: jax.Array
+    metrics: tuple
+    step: jax.Array
+    rng: jax.Array
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class StepConfig:
+    """The static half of a step: what to call and how. Hashable by identity."""
+
+    train_graphdef: Any
+    eval_graphdef: Any
+    loss: Callable | None
+    metrics: Sequence[Any]  # metric objects: init/update/result/name
+    optimizer: optax.GradientTransformation | None
+    takes_training: bool
+    returns_logits: bool
+    takes_rngs: bool
+    compute_dtype: Any = None  # e.g. jnp.bfloat16: forward/backward dtype (TPUStrategy)
+
+
+def module_call_style(module: nnx.Module) -> dict[str, bool]:
+    """Which of ``training=``, ``return_logits=``, ``rngs=`` ``module.__call__`` accepts."""
+    try:
+        params = inspect.signature(type(module).__call__).parameters
+    except (TypeError, ValueError):
+        params = {}
+    return {
+        "takes_training": "training" in params,
+        "returns_logits": "return_logits" in params,
+        "takes_rngs": "rngs" in params,
+    }
+
+
+def _cast_floats(tree, dtype):
+    def cast(a):
+        if isinstance(a, jax.Array | np.ndarray) and jnp.issubdtype(a.dtype, jnp.floating):
+            return a.astype(dtype)
+        return a
+
+    return jax.tree.map(cast, tree)
+
+
+def _forward(config: StepConfig, graphdef, params, rest, x, *, training: bool, key=None):
+    """Runs the module; in ``compute_dtype`` when set (float32 master weights and outputs)."""
+    if config.compute_dtype is not None:
+        params, x = _cast_floats((params, x), config.compute_dtype)
+    y_pred, logits, new_rest = _call(config, graphdef, params, rest, x, training=training, key=key)
+    if config.compute_dtype is not None:
+        y_pred, logits = _cast_floats((y_pred, logits), jnp.float32)
+    return y_pred, logits, new_rest
+
+
+def _call(config: StepConfig, graphdef, params, rest, x, *, training: bool, key=None):
+    module = nnx.merge(graphdef, params, rest)
+    kwargs = {"training": training} if config.takes_training else {}
+    if config.takes_rngs and key is not None:
+        kwargs["rngs"] = key
+    if config.returns_logits:
+        y_pred, logits = module(x, return_logits=True, **kwargs)
+    else:
+        y_pred, logits = module(x, **kwargs), None
+    new_rest = nnx.state(module, nnx.Not(nnx.Param))
+    return y_pred, logits, new_rest
+
+
+def _is_varying(x) -> bool:
+    mat = getattr(jax.typeof(x), "manual_axis_type", None)
+    varying = getattr(mat, "varying", None)
+    if varying is None:
+        varying = getattr(jax.typeof(x), "vma", frozenset())
+    return AXIS in varying
+
+
+def _per_replica_rest(rest):
+    """Gives each replica its own RNG stream: fold the replica id into every RNG key."""
+    replica = jax.lax.axis_index(AXIS)
+
+    def fold(x):
+        if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            return jax.random.fold_in(x, replica)
+        return x
+
+    return jax.tree.map(fold, rest)
+
+
+def _sync_rest(old_rest, new_rest):
+    """Makes the updated non-trainable state identical on every replica again.
+
+    RNG keys go back to the shared ones (their counters advanced identically);
+    float state that now differs by replica (batch statistics computed on each
+    replica's slice) is averaged over the replicas.
+    """
+
+    def sync(old, new):
+        if isinstance(new, jax.Array) and jax.dtypes.issubdtype(new.dtype, jax.dtypes.prng_key):
+            return old
+        if _is_varying(new):
+            if jnp.issubdtype(new.dtype, jnp.floating):
+                return jax.lax.pmean(new, AXIS)
+            return jax.lax.pmax(new, AXIS)
+        return new
+
+    return jax.tree.map(sync, old_rest, new_rest)
+
+
+def _select(pred, new, old):
+    return jax.tree.map(lambda a, b: jnp.where(pred, a, b), new, old)
+
+
+def _accumulate(config: StepConfig, state: TrainState, y, y_pred, weight, mask, per_example):
+    """Adds this step's loss and metric increments, summed over replicas, to the state."""
+    incs = tuple(m.update(m.init(), y, y_pred, sample_weight=weight) for m in config.metrics)
+    loss_inc = jnp.zeros(2, jnp.float32)
+    if per_example is not None:
+        loss_inc = jnp.stack([jnp.sum(per_example * weight), jnp.sum(mask)]).astype(jnp.float32)
+    loss_inc, incs = jax.lax.psum((loss_inc, incs), AXIS)
+    return state.loss + loss_inc, jax.tree.map(jnp.add, state.metrics, incs)
+
+
+def train_step(config: StepConfig, state: TrainState, batch) -> TrainState:
+    """One optimizer step on one replica's piece of the global batch (inside shard_map)."""
+    x, y, sample_weight, mask = batch
+    weight = sample_weight * mask
+    count = jax.lax.psum(jnp.sum(mask), AXIS)
+    denom = jnp.maximum(count, 1.0)
+    rest_in = _per_replica_rest(state.rest)
+    key = jax.random.fold_in(jax.random.fold_in(state.rng, state.step), jax.lax.axis_index(AXIS))
+
+    def loss_fn(params):
+        y_pred, logits, new_rest = _forward(
+            config, config.train_graphdef, params, rest_in, x, training=True, key=key
+        )
+        per_example = config.loss(y, y_pred, logits=logits)
+        return jnp.sum(per_example * weight) / denom, (y_pred, per_example, new_rest)
+
+    grads, (y_pred, per_example, new_rest) = jax.grad(loss_fn, has_aux=True)(state.params)
+    updates, opt_state = config.optimizer.update(grads, state.opt_state, state.params)
+    params = optax.apply_updates(state.params, updates)
+    rest = _sync_rest(state.rest, new_rest)
+    loss, metrics = _accumulate(config, state, y, y_pred, weight, mask, per_example)
+    stepped = TrainState(params, rest, opt_state, loss, metrics, state.step + 1, state.rng)
+    return _select(count > 0, stepped, state)
+
+
+def eval_step(config: StepConfig, state: TrainState, batch) -> TrainState:
+    """Updates the metric accumulators on one replica's piece of a batch (no gradients)."""
+    x, y, sample_weight, mask = batch
+    weight = sample_weight * mask
+    y_pred, logits, _ = _forward(
+        config, config.eval_graphdef, state.params, state.rest, x, training=False
+    )
+    per_example = config.loss(y, y_pred, logits=logits) if config.loss is not None else None
+    loss, metrics = _accumulate(config, state, y, y_pred, weight, mask, per_example)
+    return state._replace(loss=loss, metrics=metrics)
+
+
+def predict_step(config: StepConfig, state: TrainState, x) -> Any:
+    """The model's outputs on one replica's piece of a batch."""
+    y_pred, _, _ = _forward(
+        config, config.eval_graphdef, state.params, state.rest, x, training=False
+    )
+    return y_pred
+
+
+def results(config: StepConfig, state: TrainState) -> dict[str, jax.Array]:
+    """The loss and every metric from the accumulators, keyed by Keras's names."""
+    logs = {}
+    if config.loss is not None:
+        logs["loss"] = state.loss[0] / jnp.maximum(state.loss[1], 1.0)
+    for metric, acc in zip(config.metrics, state.metrics, strict=True):
+        logs[metric.name] = metric.result(acc)
+    return logs
+
+
+def _gather_resident(data, idx):
+    """Gathers one batch from device-resident arrays; ``idx < 0`` marks padding."""
+    mask = (idx >= 0).astype(jnp.float32)
+    safe = jnp.maximum(idx, 0)
+    x, y, sw = jax.tree.map(lambda a: jnp.take(a, safe, axis=0), data)
+    return x, y, sw, mask
+
+
+def _unpack(resident: bool, data, xs_i):
+    return _gather_resident(data, xs_i) if resident else xs_i
+
+
+def fused_program(
+    kind: str, config: StepConfig, mesh, *, resident: bool, donate: bool = True
+) -> Callable:
+    """Compiles N steps of ``kind`` (``"train"``, ``"eval"``, ``"predict"``) as one program.
+
+    The returned function takes ``(state, data, xs)``: ``state`` replicated;
+    ``data`` the device-resident arrays (``P()``) or None; ``xs`` the stacked
+    per-step inputs ``[N, global_batch, ...]`` sharded ``P(None, 'replica')``
+    (batches, or indices into ``data``). It returns ``(state, logs)`` for
+    train/eval (logs: the metric results after the N steps) and the stacked
+    predictions ``[N, global_batch, ...]`` for predict.
+    """
+    batch_spec = P(None, AXIS)
+
+    def train_body(state, data, xs):
+        def one(state, xs_i):
+            return train_step(config, state, _unpack(resident, data, xs_i)), None
+
+        state, _ = jax.lax.scan(one, state, xs)
+        return state, results(config, state)
+
+    def eval_body(state, data, xs):
+        def one(state, xs_i):
+            return eval_step(config, state, _unpack(resident, data, xs_i)), None
+
+        state, _ = jax.lax.scan(one, state, xs)
+        return state, results(config, state)
+
+    def predict_body(state, data, xs):
+        def one(_, xs_i):
+            x = _unpack(resident, data, xs_i)[0] if resident else xs_i[0]
+            return None, predict_step(config, state, x)
+
+        return jax.lax.scan(one, None, xs)[1]
+
+    body = {"train": train_body, "eval": eval_body, "predict": predict_body}[kind]
+    out_specs = batch_spec if kind == "predict" else (P(), P())
+    mapped = jax.shard_map(
+        body,
+        mesh=mesh,
+        in_specs=(P(), P(), batch_spec),
+        out_specs=out_specs,
+        check_vma=True,
+    )
+    return jax.jit(mapped, donate_argnums=(0,) if (donate and kind == "train") else ())

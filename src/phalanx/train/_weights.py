@@ -1,0 +1,126 @@
+"""Model weights as plain arrays: get/set, and files that execute no code when loaded.
+
+The weights of a model are its ``nnx.Param`` and ``nnx.BatchStat`` variables
+(Keras's trainable and non-trainable weights), in Keras's order: layer by
+layer, and within a layer kernel (or embeddings), scale, bias, moving mean,
+moving variance (Keras's kernel, gamma, beta, moving_mean, moving_variance),
+so a list from ``get_weights`` lines up with a Keras model's. Files are numpy ``.npz`` archives keyed by those paths,
+read with ``allow_pickle=False``: loading a weights file runs no code (no
+pickle). Weights are replica-count independent: a file saved under 8 replicas
+loads under 1, and the reverse.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import flax.nnx as nnx
+import jax
+import numpy as np
+
+WEIGHT_TYPES = (nnx.Param, nnx.BatchStat)
+
+
+_PRIORITY = {"kernel": 0, "embedding": 0, "scale": 1, "bias": 2, "mean": 3, "var": 4}
+
+
+def _paths(state: Any) -> list[str]:
+    leaves = jax.tree_util.tree_leaves_with_path(state)
+    return [jax.tree_util.keystr(path) for path, _ in leaves]
+
+
+def _keras_order(state: Any) -> list[int]:
+    """Indices of ``state``'s leaves in Keras's order (layer by layer, kernel first)."""
+    keyed = jax.tree_util.tree_leaves_with_path(state)
+    parents: dict[str, int] = {}
+    keys = []
+    for i, (path, _) in enumerate(keyed):
+        names = [str(getattr(k, "key", getattr(k, "name", getattr(k, "idx", k)))) for k in path]
+        names = [n for n in names if n != "value"]
+        parent = "/".join(names[:-1])
+        parents.setdefault(parent, len(parents))
+        keys.append((parents[parent], _PRIORITY.get(names[-1], 5), names[-1], i))
+    return [k[-1] for k in sorted(keys)]
+
+
+def weights_state(module: nnx.Module) -> Any:
+    """The module's weight variables (``Param`` and ``BatchStat``) as an ``nnx.State``."""
+    return nnx.state(module, nnx.Any(*WEIGHT_TYPES))
+
+
+def state_to_list(state: Any) -> list[np.ndarray]:
+    """The leaves of a weights state as host numpy arrays, in Keras's order."""
+    leaves = jax.tree.leaves(state)
+    return [np.asarray(leaves[i]) for i in _keras_order(state)]
+
+
+def list_to_state(state: Any, values: list) -> Any:
+    """Returns ``state`` with its leaves replaced by ``values``, checking every shape.
+
+    Raises:
+      ValueError: the number of arrays or one of their shapes does not match.
+    """
+    leaves, treedef = jax.tree.flatten(state)
+    if len(values) != len(leaves):
+        raise ValueError(
+            f"set_weights expected a list of {len(leaves)} arrays (the model's weights in "
+            f"get_weights() order), got {len(values)}."
+        )
+    paths = _paths(state)
+    out: list[Any] = [None] * len(leaves)
+    for position, i in enumerate(_keras_order(state)):
+        old, new = leaves[i], np.asarray(values[position])
+        if tuple(new.shape) != tuple(old.shape):
+            raise ValueError(
+                f"Weight {position} ({paths[i]}) has shape {tuple(old.shape)}, but the value "
+                f"given has shape {tuple(new.shape)}. Build the model with the same "
+                "architecture first."
+            )
+        out[i] = new.astype(old.dtype)
+    return jax.tree.unflatten(treedef, out)
+
+
+def save(path: str | os.PathLike, state: Any) -> Path:
+    """Writes ``state``'s leaves to ``path`` atomically (a temp file, then a rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays = {p: np.asarray(x) for p, x in zip(_paths(state), jax.tree.leaves(state), strict=True)}
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def load(path: str | os.PathLike, state: Any) -> Any:
+    """Reads a file written by ``save`` into the structure of ``state``.
+
+    Raises:
+      FileNotFoundError: no such file.
+      ValueError: the file's weights do not match the model's names or shapes.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"No weights file at {str(path)!r}.")
+    with np.load(path, allow_pickle=False) as archive:
+        stored = dict(archive.items())
+    paths = _paths(state)
+    missing = [p for p in paths if p not in stored]
+    unexpected = [p for p in stored if p not in set(paths)]
+    if missing or unexpected:
+        raise ValueError(
+            f"The weights in {str(path)!r} do not match this model: missing {missing[:5]}, "
+            f"unexpected {unexpected[:5]}. Load them into a model of the same architecture."
+        )
+    leaves, treedef = jax.tree.flatten(state)
+    return jax.tree.unflatten(
+        treedef,
+        [np.asarray(stored[p]).astype(old.dtype) for p, old in zip(paths, leaves, strict=True)],
+    )
