@@ -167,3 +167,11 @@ def test_stacked_batches_for_several_steps_in_one_run(mirrored8):
     np.testing.assert_allclose(sums[0], x[:16].sum())
     with pytest.raises(ValueError, match="positive int"):
         mirrored8.experimental_distribute_dataset(ds).stacked(0)
+
+
+def test_set_state_after_reading_says_use_a_fresh_iterator(mirrored8):
+    ds, _, _ = _ds()
+    it = iter(mirrored8.experimental_distribute_dataset(ds))
+    next(it)
+    with pytest.raises(RuntimeError, match="fresh iterator"):
+        it.set_state(it.get_state())

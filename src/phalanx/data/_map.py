@@ -21,10 +21,13 @@ from ._iterator import DatasetIterator, IndexIterator, IterCtx, RandomAccess
 from ._options import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Options
 
 
-def _safe_state(it: DatasetIterator) -> Any:
-    """``it.get_state()``, or the error to raise when someone asks for it."""
+def _safe_state(it: Any) -> Any:
+    """``it.get_state()``; the error to raise when someone asks for it; None without one."""
+    getter = getattr(it, "get_state", None)
+    if getter is None:
+        return None
     try:
-        return it.get_state()
+        return getter()
     except NotCheckpointableError as e:
         return e
 

@@ -50,6 +50,12 @@ class PrefetchDataset(Dataset):
         return self._input.element_spec
 
 
+def _close(it: Any) -> None:
+    closer = getattr(it, "close", None)
+    if closer is not None:
+        closer()
+
+
 def _put(q: queue.Queue, stop: threading.Event, item: Any) -> bool:
     while not stop.is_set():
         try:
@@ -74,7 +80,7 @@ def _produce(child: DatasetIterator, q: queue.Queue, stop: threading.Event) -> N
         _put(q, stop, (_ERROR, e, None))
     finally:
         if stop.is_set():
-            child.close()
+            _close(child)
 
 
 def _shutdown(stop: threading.Event, q: queue.Queue) -> None:
@@ -87,7 +93,13 @@ def _shutdown(stop: threading.Event, q: queue.Queue) -> None:
 
 
 class _PrefetchIterator(DatasetIterator):
-    def __init__(self, child: DatasetIterator, size: int):
+    """Runs ``child`` (any iterator; checkpointable when it has ``get_state``) ahead in a thread.
+
+    Used by ``Dataset.prefetch``, and by the distribute and train layers to copy
+    batches to devices ahead of the step (``background``).
+    """
+
+    def __init__(self, child: Any, size: int):
         self.child, self.size = child, size
         self.state = _safe_state(child)
         self.thread: threading.Thread | None = None
@@ -138,7 +150,7 @@ class _PrefetchIterator(DatasetIterator):
                 self.thread.join(timeout=1.0)
             if self.thread.is_alive():
                 return  # the producer closes its input when it wakes
-        self.child.close()
+        _close(self.child)
 
     def get_state(self):
         return {"child": _unwrap_state(self.state)}
@@ -148,3 +160,13 @@ class _PrefetchIterator(DatasetIterator):
             raise RuntimeError("prefetch: set_state must be called on a fresh iterator")
         self.child.set_state(state["child"])
         self.state = state["child"]
+
+
+def background(iterator: Any, size: int = 1) -> _PrefetchIterator:
+    """Runs ``iterator`` ahead in a bounded background thread (``size`` items).
+
+    Errors re-raise in the consumer where they happened; an abandoned iterator
+    stops its thread; ``get_state()`` (when ``iterator`` has one) is the state
+    after the last item *consumed*, never the read-ahead.
+    """
+    return _PrefetchIterator(iterator, size)

@@ -36,14 +36,13 @@ from __future__ import annotations
 import dataclasses
 import enum
 import logging
-import queue
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
 
+from ..data._prefetch import background
 from ..errors import BatchNotDivisibleError
 
 if TYPE_CHECKING:
@@ -52,7 +51,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("phalanx")
 
 _PARTIAL = ("error", "drop", "pad")
-_DEADLINE_S = 600.0
 
 
 class InputReplicationMode(enum.Enum):
@@ -204,8 +202,8 @@ class DistributedDataset:
         return out
 
 
-class DistributedIterator:
-    """Yields global sharded batches; copies run ahead in a bounded background thread."""
+class _DeviceBatches:
+    """Turns this process's batches into global device arrays (the producer's half)."""
 
     def __init__(
         self,
@@ -213,71 +211,18 @@ class DistributedIterator:
         local_iterator: Any,
         options: InputOptions,
         per_process_batch: int | None,
-        *,
-        stack: int | None = None,
+        stack: int | None,
     ):
         self._strategy = strategy
-        self._stack = stack
         self._it = local_iterator
         self._options = options
         self._batch = per_process_batch
-        self._state = _get_state(local_iterator)
-        self._queue: queue.Queue | None = None
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
-        self._done = False
+        self._stack = stack
 
-    def __iter__(self) -> DistributedIterator:
+    def __iter__(self) -> _DeviceBatches:
         return self
 
-    def get_next(self) -> Any:
-        """Returns the next global batch; raises ``StopIteration`` at the end."""
-        return next(self)
-
     def __next__(self) -> Any:
-        if self._done:
-            raise StopIteration
-        if not self._options.experimental_fetch_to_device:
-            item = self._produce()
-        else:
-            self._start()
-            try:
-                item = self._queue.get(timeout=_DEADLINE_S)
-            except queue.Empty:
-                raise TimeoutError(
-                    f"No input batch arrived within {_DEADLINE_S:.0f} s: the input pipeline is "
-                    "stuck (a generator that blocks, or a file system that does not answer)."
-                ) from None
-        kind, value, state = item
-        if kind == "end":
-            self._done = True
-            raise StopIteration
-        if kind == "error":
-            self._done = True
-            raise value
-        self._state = state
-        return value
-
-    def _start(self) -> None:
-        if self._thread is None:
-            self._queue = queue.Queue(maxsize=self._options.experimental_per_replica_buffer_size)
-            self._thread = threading.Thread(target=self._run, name="phalanx-input", daemon=True)
-            self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            item = self._produce()
-            while not self._stop.is_set():
-                try:
-                    self._queue.put(item, timeout=0.1)
-                    break
-                except queue.Full:
-                    continue
-            if item[0] != "value":
-                return
-
-    def _produce(self) -> tuple:
-        """One ``(kind, value, state after it)`` triple from the local pipeline."""
         group = []
         try:
             while len(group) < (self._stack or 1):
@@ -286,10 +231,19 @@ class DistributedIterator:
                     group.append(batch)
         except StopIteration:
             if not group:
-                return ("end", None, None)
-        except Exception as e:  # re-raised in the consumer
-            return ("error", e, None)
-        return ("value", self._to_devices(group), _get_state(self._it))
+                raise
+        return self._to_devices(group)
+
+    def get_state(self) -> Any:
+        return _get_state(self._it)
+
+    def set_state(self, state: Any) -> None:
+        self._it.set_state(state)
+
+    def close(self) -> None:
+        closer = getattr(self._it, "close", None)
+        if closer is not None:
+            closer()
 
     def _to_devices(self, group: list) -> Any:
         if self._stack is None:
@@ -325,30 +279,71 @@ class DistributedIterator:
             host = (jax.tree.map(lambda a: _pad(a, self._batch), host), mask)
         return host
 
+
+class DistributedIterator:
+    """Yields global sharded batches; copies run ahead in a bounded background thread."""
+
+    def __init__(
+        self,
+        strategy: Strategy,
+        local_iterator: Any,
+        options: InputOptions,
+        per_process_batch: int | None,
+        *,
+        stack: int | None = None,
+    ):
+        self._source = _DeviceBatches(strategy, local_iterator, options, per_process_batch, stack)
+        self._options = options
+        self._it = self._start()
+
+    def _start(self) -> Any:
+        if not self._options.experimental_fetch_to_device:
+            return self._source
+        return background(self._source, self._options.experimental_per_replica_buffer_size)
+
+    def __iter__(self) -> DistributedIterator:
+        return self
+
+    def get_next(self) -> Any:
+        """Returns the next global batch; raises ``StopIteration`` at the end."""
+        return next(self)
+
+    def __next__(self) -> Any:
+        return next(self._it)
+
     def get_state(self) -> dict:
         """The position after the last batch returned (JSON-serializable)."""
-        if self._state is None:
-            raise TypeError("This dataset's iterator is not checkpointable (it has no get_state).")
-        return self._state
+        if self._it is self._source:
+            state = self._source.get_state()
+        else:
+            state = self._it.get_state()["child"]
+        if state is None:
+            raise TypeError(
+                "This dataset's iterator is not checkpointable: it has no get_state (a plain "
+                "Python iterable). Use a phalanx.data.Dataset."
+            )
+        return state
 
     def set_state(self, state: dict) -> None:
-        """Resumes after the batch at which ``state`` was taken."""
-        self.close()
-        self._it.set_state(state)
-        self._state = state
-        self._stop = threading.Event()
-        self._queue = None
-        self._thread = None
-        self._done = False
+        """Resumes after the batch at which ``state`` was taken.
+
+        Call it on a fresh iterator (``it = iter(dist_dataset); it.set_state(s)``),
+        before its first batch: the background thread may have read ahead.
+
+        Raises:
+          RuntimeError: batches were already taken from this iterator.
+        """
+        if getattr(self._it, "thread", None) is not None:
+            raise RuntimeError(
+                "set_state must be called on a fresh iterator, before its first batch: "
+                "it = iter(dist_dataset); it.set_state(state)."
+            )
+        self._source.set_state(state)
 
     def close(self) -> None:
         """Stops the background thread (it also stops when the iterator is dropped)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5.0)
-
-    def __del__(self):
-        self._stop.set()
+        if self._it is not self._source:
+            self._it.close()
 
 
 def _get_state(it: Any) -> Any:

@@ -146,7 +146,9 @@ class Strategy:
         if kind == "batch":  # already split over the replicas, on whichever axis
             return x
         target = self._replicated if kind == "replicated" else self._batch_sharding
-        if isinstance(x, jax.Array) and x.sharding.is_equivalent_to(target, x.ndim):
+        # Exactly this sharding: an equivalent one (a single-device array on a one-device
+        # mesh) would give the compiled programs a different input type, and a retrace.
+        if isinstance(x, jax.Array) and x.sharding == target:
             return x
         return jax.device_put(x, target)
 

@@ -34,9 +34,11 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from ..data._prefetch import background
 from ..errors import BatchNotDivisibleError
 
 RESIDENT_LIMIT_BYTES = 2 << 30
+_BUFFER_SETS = 4  # see IterableAdapter._stack
 
 
 class Execution(NamedTuple):
@@ -221,6 +223,9 @@ class IterableAdapter:
         self.batch_size: int | None = None
         self.resident = False
         self.data = None
+        self._buffer_spec = None
+        self._buffers = None
+        self._turn = 0
 
     def _epoch_iterator(self) -> Iterator:
         # Keras: a fresh pass per epoch, unless steps_per_epoch was given (then one
@@ -231,9 +236,11 @@ class IterableAdapter:
         return self._iterator
 
     def executions(self, epoch: int = 0) -> Iterator[Execution]:
-        """Yields the epoch's executions, in order."""
+        """The epoch's executions, in order, prepared one ahead in a background thread."""
         del epoch
-        it = self._epoch_iterator()
+        return background(self._generate(self._epoch_iterator()), size=1)
+
+    def _generate(self, it: Iterator) -> Iterator[Execution]:
         limit = self.steps_per_epoch
         step = 0
         while limit is None or step < limit:
@@ -252,6 +259,19 @@ class IterableAdapter:
                 return
 
     def _stack(self, batches: list, first: int) -> Execution:
+        """Copies the batches into reused host buffers ``[N, batch, ...]``, then to the devices.
+
+        Reusing buffers avoids allocating (and page-faulting) N fresh batches per
+        execution, which cost more than the training step here. On CPU,
+        ``device_put`` may alias an aligned numpy buffer instead of copying it
+        (``may_alias=False`` is not honoured for numpy), so a buffer is refilled
+        only when its execution is certainly finished: ``_BUFFER_SETS`` sets
+        rotate, and the consumer (``Model._run_epoch``/``predict``) waits for
+        execution ``k - 1`` before taking ``k + 1``, while this producer runs at
+        most two executions ahead of the one dispatched. Rows past a short batch
+        are zeroed and masked; steps past the last batch are left as they are
+        (the program skips them).
+        """
         parts = [split_batch(_as_host(b)) for b in batches]
         sizes = [_leading(p[0]) for p in parts]
         if self.batch_size is None:
@@ -263,29 +283,40 @@ class IterableAdapter:
                 "every batch must be at most as large as the first (compiled programs have "
                 "static shapes). Batch the data with one batch size."
             )
-        b = self.batch_size
         has_y = parts[0][1] is not None
-        rows = []
-        for (x, y, sw), size in zip(parts, sizes, strict=True):
-            if sw is None:
-                sw = np.ones(size, np.float32)
-            sw = np.asarray(sw, np.float32).reshape(size)
+        for i, ((x, y, sw), size) in enumerate(zip(parts, sizes, strict=True)):
+            sw = np.ones(size, np.float32) if sw is None else np.asarray(sw, np.float32)
             if self._class_weight is not None:
-                sw = sw * _class_weights(self._class_weight, y)
+                sw = sw.reshape(size) * _class_weights(self._class_weight, y)
             y = y if has_y else np.zeros(size, np.float32)
-            mask = np.ones(size, np.float32)
-            rows.append(jax.tree.map(lambda a, s=size: _pad(a, b - s), (x, y, sw, mask)))
-        while len(rows) < self.n:
-            rows.append(jax.tree.map(np.zeros_like, rows[0]))
-        stacked = jax.tree.map(lambda *a: np.stack(a), *rows)
-        return Execution(self._placer.stacked_put(stacked), first, len(parts), tuple(sizes))
+            row = (x, y, sw.reshape(size), np.ones(size, np.float32))
+            buffers = self._buffers_for(row)[self._turn]
+            for buf, a in zip(jax.tree.leaves(buffers), jax.tree.leaves(row), strict=True):
+                buf[i, :size] = a
+                if size < self.batch_size:
+                    buf[i, size:] = 0
+        placed = self._placer.stacked_put(self._buffers[self._turn])
+        self._turn = (self._turn + 1) % _BUFFER_SETS
+        return Execution(placed, first, len(parts), tuple(sizes))
 
+    def _buffers_for(self, row):
+        def shape(a):
+            return (self.n, self.batch_size, *np.shape(a)[1:])
 
-def _pad(a: np.ndarray, extra: int) -> np.ndarray:
-    a = np.asarray(a)
-    if extra == 0:
-        return a
-    return np.concatenate([a, np.zeros((extra,) + a.shape[1:], a.dtype)])
+        want = jax.tree.map(lambda a: (shape(a), np.asarray(a).dtype), row)
+        if self._buffer_spec != want:
+            if self._buffer_spec is not None:
+                raise ValueError(
+                    "Every batch must have the same structure, shapes (but the batch size) and "
+                    f"dtypes; the first was {self._buffer_spec}, now {want}. Fix the input "
+                    "pipeline so that its batches agree."
+                )
+            self._buffer_spec = want
+            self._buffers = [
+                jax.tree.map(lambda a: np.zeros(shape(a), np.asarray(a).dtype), row)
+                for _ in range(_BUFFER_SETS)
+            ]
+        return self._buffers
 
 
 def _known_length(iterable) -> int | None:

@@ -402,7 +402,7 @@ class Model:
         logs: dict = {}
         for ex in executions:
             begin(ex.first_step)
-            state, dev_logs = program(state, adapter.data, ex.xs)
+            state, dev_logs = program(state, adapter.data, ex.xs, ex.steps)
             if pending is not None:
                 logs = self._finish(pending, end)
             pending = (ex, dev_logs)
@@ -511,7 +511,7 @@ class Model:
         outputs, pending = [], None
         for ex in executions:
             cbs.on_predict_batch_begin(ex.first_step)
-            out = program(self._state, adapter.data, ex.xs)
+            out = program(self._state, adapter.data, ex.xs, ex.steps)
             if pending is not None:
                 outputs.extend(_unpad_predictions(*pending))
                 cbs.on_predict_batch_end(pending[0].first_step + pending[0].steps - 1, {})

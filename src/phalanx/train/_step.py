@@ -13,8 +13,9 @@ respect to replicated parameters arrives summed over replicas.
 Batches reach a step as *per-replica* pieces ``(x, y, sample_weight, mask)``:
 ``mask`` is 0 for padding (a short last batch, or a step past the end of the
 data in the last group of N), and padded examples count nowhere: not in the
-loss, the gradient, the metrics or the example counts. A step whose global
-batch is all padding leaves every state unchanged.
+loss, the gradient, the metrics or the example counts. Steps past the real
+ones (padding that fills the last group of N) are skipped by ``lax.cond``;
+every real step holds at least one real example.
 
 Input comes in one of two forms, chosen by the data adapter:
 
@@ -27,6 +28,7 @@ Input comes in one of two forms, chosen by the data adapter:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -166,10 +168,6 @@ def _sync_rest(old_rest, new_rest):
     return jax.tree.map(sync, old_rest, new_rest)
 
 
-def _select(pred, new, old):
-    return jax.tree.map(lambda a, b: jnp.where(pred, a, b), new, old)
-
-
 def _accumulate(config: StepConfig, state: TrainState, y, y_pred, weight, mask, per_example):
     """Adds this step's loss and metric increments, summed over replicas, to the state."""
     incs = tuple(m.update(m.init(), y, y_pred, sample_weight=weight) for m in config.metrics)
@@ -194,15 +192,16 @@ def train_step(config: StepConfig, state: TrainState, batch) -> TrainState:
             config, config.train_graphdef, params, rest_in, x, training=True, key=key
         )
         per_example = config.loss(y, y_pred, logits=logits)
-        return jnp.sum(per_example * weight) / denom, (y_pred, per_example, new_rest)
+        # where, not a product: a padded row's loss may be anything, even NaN.
+        weighted = jnp.where(weight > 0, per_example * weight, 0.0)
+        return jnp.sum(weighted) / denom, (y_pred, per_example, new_rest)
 
     grads, (y_pred, per_example, new_rest) = jax.grad(loss_fn, has_aux=True)(state.params)
     updates, opt_state = config.optimizer.update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
     rest = _sync_rest(state.rest, new_rest)
     loss, metrics = _accumulate(config, state, y, y_pred, weight, mask, per_example)
-    stepped = TrainState(params, rest, opt_state, loss, metrics, state.step + 1, state.rng)
-    return _select(count > 0, stepped, state)
+    return TrainState(params, rest, opt_state, loss, metrics, state.step + 1, state.rng)
 
 
 def eval_step(config: StepConfig, state: TrainState, batch) -> TrainState:
@@ -244,7 +243,27 @@ def _gather_resident(data, idx):
 
 
 def _unpack(resident: bool, data, xs_i):
-    return _gather_resident(data, xs_i) if resident else xs_i
+    if resident:
+        return _gather_resident(data, xs_i)
+    return xs_i
+
+
+def _scan_real_steps(step_fn, state, data, xs, steps, resident: bool):
+    """Runs ``step_fn`` over the first ``steps`` entries of ``xs``; the rest are skipped.
+
+    The padding steps that fill the last group of N cost a predicate each, not a
+    step (``lax.cond`` runs one branch).
+    """
+
+    def one(carry, xs_i):
+        state, i = carry
+        state = jax.lax.cond(
+            i < steps, lambda s: step_fn(s, _unpack(resident, data, xs_i)), lambda s: s, state
+        )
+        return (state, i + 1), None
+
+    (state, _), _ = jax.lax.scan(one, (state, jnp.zeros((), jnp.int32)), xs)
+    return state
 
 
 def fused_program(
@@ -252,33 +271,31 @@ def fused_program(
 ) -> Callable:
     """Compiles N steps of ``kind`` (``"train"``, ``"eval"``, ``"predict"``) as one program.
 
-    The returned function takes ``(state, data, xs)``: ``state`` replicated;
-    ``data`` the device-resident arrays (``P()``) or None; ``xs`` the stacked
-    per-step inputs ``[N, global_batch, ...]`` sharded ``P(None, 'replica')``
-    (batches, or indices into ``data``). It returns ``(state, logs)`` for
-    train/eval (logs: the metric results after the N steps) and the stacked
-    predictions ``[N, global_batch, ...]`` for predict.
+    The returned function takes ``(state, data, xs, steps)``: ``state``
+    replicated; ``data`` the device-resident arrays (``P()``) or None; ``xs``
+    the stacked per-step inputs ``[N, global_batch, ...]`` sharded
+    ``P(None, 'replica')`` (batches, or indices into ``data``); ``steps`` the
+    number of real steps (an int32 scalar; the others are padding, skipped).
+    It returns ``(state, logs)`` for train/eval (logs: the metric results after
+    the steps) and the stacked predictions ``[N, global_batch, ...]`` for predict.
     """
     batch_spec = P(None, AXIS)
 
-    def train_body(state, data, xs):
-        def one(state, xs_i):
-            return train_step(config, state, _unpack(resident, data, xs_i)), None
-
-        state, _ = jax.lax.scan(one, state, xs)
+    def train_body(state, data, xs, steps):
+        step = functools.partial(train_step, config)
+        state = _scan_real_steps(step, state, data, xs, steps, resident)
         return state, results(config, state)
 
-    def eval_body(state, data, xs):
-        def one(state, xs_i):
-            return eval_step(config, state, _unpack(resident, data, xs_i)), None
-
-        state, _ = jax.lax.scan(one, state, xs)
+    def eval_body(state, data, xs, steps):
+        step = functools.partial(eval_step, config)
+        state = _scan_real_steps(step, state, data, xs, steps, resident)
         return state, results(config, state)
 
-    def predict_body(state, data, xs):
+    def predict_body(state, data, xs, steps):
+        del steps  # padded outputs are dropped by the caller
+
         def one(_, xs_i):
-            x = _unpack(resident, data, xs_i)[0] if resident else xs_i[0]
-            return None, predict_step(config, state, x)
+            return None, predict_step(config, state, _unpack(resident, data, xs_i)[0])
 
         return jax.lax.scan(one, None, xs)[1]
 
@@ -287,7 +304,7 @@ def fused_program(
     mapped = jax.shard_map(
         body,
         mesh=mesh,
-        in_specs=(P(), P(), batch_spec),
+        in_specs=(P(), P(), batch_spec, P()),
         out_specs=out_specs,
         check_vma=True,
     )
