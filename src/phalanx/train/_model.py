@@ -605,10 +605,13 @@ class Model:
     def summary(self, print_fn: Callable[[str], Any] = print) -> None:
         """Prints the layers, their output shapes and parameter counts."""
         module = self.module
-        text = module.summary() if hasattr(module, "summary") else None
-        if text is None:
-            text = f"Model: {self.name!r} ({type(module).__name__})\nTotal params: {self.count_params():,}"
-        print_fn(text)
+        if hasattr(module, "summary"):
+            module.summary(print_fn=print_fn)
+        else:
+            print_fn(
+                f"Model: {self.name!r} ({type(module).__name__})\n"
+                f"Total params: {self.count_params():,}"
+            )
 
 
 def _compute_dtype(strategy):

@@ -29,6 +29,8 @@ class Sequential(Model):
 
     def __init__(self, layers: Iterable[Layer] | None = None, *, name: str | None = None):
         super().__init__(_Network(layers, name=name), name=name or "sequential")
+        if self._module.input_shape is not None and len(self._module.layers):
+            self._module.build()  # Keras builds a model that starts with an Input at once
 
     @property
     def layers(self) -> list[Layer]:
@@ -36,8 +38,10 @@ class Sequential(Model):
         return list(self._module.layers)
 
     def add(self, layer: Layer) -> None:
-        """Appends a layer (before the model is built)."""
+        """Appends a layer (before the model is compiled)."""
         self._module.add(layer)
+        if self._module.input_shape is not None:
+            self._module.build()
 
     def pop(self) -> Layer:
         """Removes and returns the last layer (before the model is built)."""

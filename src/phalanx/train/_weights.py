@@ -120,7 +120,13 @@ def load(path: str | os.PathLike, state: Any) -> Any:
             f"unexpected {unexpected[:5]}. Load them into a model of the same architecture."
         )
     leaves, treedef = jax.tree.flatten(state)
-    return jax.tree.unflatten(
-        treedef,
-        [np.asarray(stored[p]).astype(old.dtype) for p, old in zip(paths, leaves, strict=True)],
-    )
+    out = []
+    for p, old in zip(paths, leaves, strict=True):
+        new = np.asarray(stored[p])
+        if new.shape != tuple(old.shape):
+            raise ValueError(
+                f"Weight {p} in {str(path)!r} has shape {new.shape}, but this model's has shape "
+                f"{tuple(old.shape)}. Load it into a model of the same architecture."
+            )
+        out.append(new.astype(old.dtype))
+    return jax.tree.unflatten(treedef, out)
