@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from ..cluster import cpu_device_count_from_env, set_cpu_device_count
+from ..errors import PhalanxError
 from . import _demo, _info, _launch, _records
 
 _SUBCOMMANDS = (_demo, _info, _launch, _records)
@@ -50,7 +51,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, RuntimeError) as e:
         print(f"phalanx: {e}", file=sys.stderr)
         return 2
-    return int(args.handler(args) or 0)
+    try:
+        return int(args.handler(args) or 0)
+    except PhalanxError as e:  # a mistake the message explains: no traceback
+        print(f"phalanx {args.command}: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

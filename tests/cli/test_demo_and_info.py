@@ -1,0 +1,61 @@
+"""`phalanx demo` trains and reports; `phalanx info` reports the runtime."""
+
+import json
+
+import phalanx.cli
+
+
+def test_demo_trains_reports_and_writes_tensorboard_logs(tmp_path, capsys):
+    logdir = tmp_path / "logs"
+    code = phalanx.cli.main(
+        [
+            "demo",
+            "--epochs",
+            "8",
+            "--verbose",
+            "0",
+            "--strategy",
+            "mirrored",
+            "--steps-per-execution",
+            "4",
+            "--logdir",
+            str(logdir),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    accuracy = float(out.split("test accuracy: ")[1].split()[0])
+    assert accuracy >= 0.9, out
+    assert "examples/s" in out
+    assert list((logdir / "train").glob("events.out.tfevents.*"))
+    assert list((logdir / "validation").glob("events.out.tfevents.*"))
+
+
+def test_demo_batch_that_does_not_split_says_what_to_do(capsys):
+    code = phalanx.cli.main(
+        [
+            "demo",
+            "--epochs",
+            "1",
+            "--verbose",
+            "0",
+            "--batch-size",
+            "60",
+            "--strategy",
+            "mirrored",
+            "--logdir",
+            "",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "phalanx demo:" in err and "56 and 64" in err and "Traceback" not in err
+
+
+def test_info_json(capsys):
+    assert phalanx.cli.main(["info", "--json"]) == 0
+    facts = json.loads(capsys.readouterr().out)
+    assert facts["platform"] == "cpu"
+    assert facts["global_device_count"] == 8
+    assert facts["process_count"] == 1
+    assert facts["strategy"].startswith("DefaultStrategy")
