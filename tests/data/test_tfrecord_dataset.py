@@ -24,12 +24,10 @@ from phalanx.data import (
     serialize_example,
 )
 from phalanx.errors import CorruptRecordError
+from tests_support import TFRECORD_VECTORS as VECTORS
+from tests_support import needs_shared_testdata
 
-VECTORS = Path(__file__).resolve().parents[3] / "shared" / "testdata" / "tfrecord"
-needs_vectors = pytest.mark.skipif(
-    not (VECTORS / "manifest.json").is_file(),
-    reason=f"TensorFlow's test vectors are not at {VECTORS} (../shared/testdata/tfrecord)",
-)
+needs_vectors = needs_shared_testdata(VECTORS)
 
 
 def _files(tmp_path, n_files=3, per_file=(4, 2, 5), compression=None):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,12 +19,10 @@ from phalanx.data._parse_example import (
 )
 from phalanx.data._tfrecord_io import TFRecordReader, TFRecordWriter
 from phalanx.errors import CorruptRecordError, DataLossError, TruncatedRecordError
+from tests_support import TFRECORD_VECTORS as VECTORS
+from tests_support import needs_shared_testdata
 
-VECTORS = Path(__file__).resolve().parents[3] / "shared" / "testdata" / "tfrecord"
-pytestmark = pytest.mark.skipif(
-    not (VECTORS / "manifest.json").is_file(),
-    reason=f"TensorFlow's test vectors are not at {VECTORS} (../shared/testdata/tfrecord)",
-)
+pytestmark = needs_shared_testdata(VECTORS)
 
 
 def _manifest() -> dict:
