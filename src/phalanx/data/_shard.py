@@ -8,7 +8,11 @@ share, and the shares together hold every element exactly once per epoch:
 * ``FILE``: the pipeline's file source (a ``FileSourceDataset``, e.g. the
   one under ``list_files``) keeps files ``id, id + n, id + 2n ...`` of its
   sorted list, before any file shuffle, so shares are disjoint whatever the
-  seeds. Needs exactly one file source and at least ``n`` files.
+  seeds. Needs exactly one file source and at least ``n`` files. If the
+  pipeline ends with ``batch(B)`` (as DATA below), it becomes ``batch(B/n)``,
+  as tf.data rebatches: the pipelines' batches of one step make one global
+  batch of ``B`` (when ``B`` does not divide by ``n``, each pipeline keeps
+  ``batch(B)`` and the reason says so).
 * ``DATA``: every pipeline reads everything and keeps its share. tf.data
   shards the rebatched per-worker batches at the end of the pipeline; phalanx
   makes the same promise explicit. If the pipeline ends with ``batch(B)``
@@ -153,11 +157,9 @@ def auto_shard(
             (source,) = sources
             files = source.filenames
             reason = f"FILE: {len(files)} files over {n} input pipelines, this one reads {len(files[input_pipeline_id::n])}"
-            return (
-                _replace(dataset, source, source._with_filenames(files[input_pipeline_id::n])),
-                AutoShardPolicy.FILE,
-                reason,
-            )
+            sharded = _replace(dataset, source, source._with_filenames(files[input_pipeline_id::n]))
+            sharded, rebatched = _file_rebatch(sharded, n)
+            return sharded, AutoShardPolicy.FILE, reason + rebatched
         if policy == AutoShardPolicy.FILE:
             raise AutoShardError(
                 f"auto_shard_policy FILE cannot shard this pipeline: {problem}. Use "
@@ -197,26 +199,62 @@ def _replace(dataset: Dataset, old: Dataset, new: Dataset) -> Dataset:
     return dataset._with_inputs([_replace(d, old, new) for d in inputs])
 
 
-def _data_shard(dataset: Dataset, n: int, i: int) -> tuple[Dataset, str]:
-    """Split the final batch by rows, or shard elements at the end (see module docstring)."""
+def _final_batch(dataset: Dataset) -> tuple[BatchDataset | None, list[Dataset]]:
+    """The pipeline's final ``batch`` (followed only by element-wise steps) and those steps."""
     node, path = dataset, []
     while not isinstance(node, BatchDataset) and _passes_batches(node):
         path.append(node)
         node = node._inputs()[0]
     if isinstance(node, BatchDataset) and node._split is None:
-        if node._batch % n:
-            raise BatchNotDivisibleError(
-                f"auto_shard DATA: the pipeline's batch size {node._batch} does not divide by the "
-                f"{n} input pipelines. Use a global batch size that is a multiple of {n} "
-                f"(e.g. {node._batch - node._batch % n or n})."
-            )
+        return node, path
+    return None, path
+
+
+def _with_final(path: list[Dataset], node: Dataset) -> Dataset:
+    out = node
+    for parent in reversed(path):
+        out = parent._with_inputs([out])
+    return out
+
+
+def _check_batch_divides(policy: str, batch: int, n: int) -> None:
+    if batch % n:
+        raise BatchNotDivisibleError(
+            f"auto_shard {policy}: the pipeline's batch size {batch} does not divide by the "
+            f"{n} input pipelines. Use a global batch size that is a multiple of {n} "
+            f"(e.g. {batch - batch % n or n})."
+        )
+
+
+def _file_rebatch(dataset: Dataset, n: int) -> tuple[Dataset, str]:
+    """Under FILE, a final ``batch(B)`` of global batches becomes ``batch(B / n)`` per pipeline.
+
+    As tf.data rebatches: the pipelines' batches of step ``k`` together make one
+    global batch of ``B`` (from other files than one pipeline would read).
+    """
+    node, path = _final_batch(dataset)
+    if node is None or type(node) is not BatchDataset:
+        return dataset, ""
+    if node._batch % n:
+        return dataset, (
+            f"; its batches of {node._batch} do not divide by {n}, so each pipeline keeps them "
+            f"whole (a global batch of {node._batch * n})"
+        )
+    local = BatchDataset(node._input, node._batch // n, node._drop)
+    return _with_final(
+        path, local
+    ), f"; each global batch of {node._batch} is {node._batch // n} per pipeline"
+
+
+def _data_shard(dataset: Dataset, n: int, i: int) -> tuple[Dataset, str]:
+    """Split the final batch by rows, or shard elements at the end (see module docstring)."""
+    node, path = _final_batch(dataset)
+    if node is not None:
+        _check_batch_divides("DATA", node._batch, n)
         split = node._with_inputs(node._inputs())
         split._split = (n, i)
         local = node._batch // n
-        out = split
-        for parent in reversed(path):
-            out = parent._with_inputs([out])
-        return out, (
+        return _with_final(path, split), (
             f"DATA: every input pipeline reads all elements and takes rows [{i * local}, {(i + 1) * local}) "
             f"of each global batch of {node._batch}"
         )

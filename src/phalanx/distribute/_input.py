@@ -391,8 +391,13 @@ def distribute_dataset(
     if processes > 1:
         from ..data import auto_shard
 
-        local, policy, reason = auto_shard(dataset, processes, strategy._process_id)
-        log.info("phalanx: input auto-shard policy %s: %s", policy, reason)
+        local, _, reason = auto_shard(dataset, processes, strategy._process_id)
+        log.info(
+            "phalanx: process %d of %d reads its share of the input, auto-shard policy %s",
+            strategy._process_id,
+            processes,
+            reason,  # starts with the policy used: FILE, DATA or OFF
+        )
     return DistributedDataset(strategy, local, options, per_process_batch=per_process)
 
 

@@ -24,6 +24,7 @@ from ..errors import BatchNotDivisibleError, DistributedValueError
 from . import _input
 from ._context import enter_scope
 from ._input import DistributedDataset, InputContext, InputOptions
+from ._placement import put_global
 from ._reduce_op import ReduceOp
 from ._replica_context import ReplicaContext
 from ._run import RunCache
@@ -150,13 +151,16 @@ class Strategy:
         # mesh) would give the compiled programs a different input type, and a retrace.
         if isinstance(x, jax.Array) and x.sharding == target:
             return x
+        if self._num_processes > 1:
+            return put_global(x, target)
         return jax.device_put(x, target)
 
     def shard_batch(self, batch: Any) -> Any:
         """Splits a global batch over the replicas: each leaf sharded on axis 0.
 
         The result is what iterating a distributed dataset yields, and what
-        ``run`` splits into per-replica slices.
+        ``run`` splits into per-replica slices. With several processes, every
+        process passes the same global batch and places the rows its devices hold.
 
         Args:
           batch: a pytree of arrays whose leading axis is the global batch.
@@ -182,6 +186,8 @@ class Strategy:
                 )
             if isinstance(x, jax.Array) and self._batch_axis(x) == 0:
                 return x
+            if self._num_processes > 1:  # the same global batch on every process
+                return put_global(x, self._batch_sharding)
             return jax.device_put(x, self._batch_sharding)
 
         leaves = jax.tree.leaves(batch)

@@ -17,6 +17,22 @@ Two adapters:
   distributed datasets, Python generators. Batches are ``x``, ``(x,)``,
   ``(x, y)`` or ``(x, y, sample_weight)``.
 
+With several processes (``MultiWorkerMirroredStrategy``), every process runs
+the same script, and what it passes to ``fit`` means:
+
+- numpy arrays (and Python generators): the same full data on every process,
+  as in a single-process script. Every process computes the same batch
+  indices (the shuffle seed is shared) and places the rows its devices hold;
+  resident data is replicated on every device of every process;
+- a ``phalanx.data.Dataset``: auto-sharded first, as
+  ``experimental_distribute_dataset`` does (Keras does that), so each process
+  reads its share; a distributed dataset is already this process's share.
+  Such batches are *process-local* shares, and each global batch is the
+  processes' shares in process order (``Strategy._global_batch(...,
+  stacked=True)``, ``jax.make_array_from_process_local_data``). Every process
+  must yield the same number of batches per epoch (else the others wait in
+  the step's all-reduce until the watchdog reports it).
+
 Shuffling of arrays follows Keras: a new permutation every epoch (from the
 seed given to the adapter and the epoch number, so a resumed run shuffles the
 same way), and ``validation_split`` takes the last examples before shuffling.
@@ -35,6 +51,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ..data._prefetch import background
+from ..distribute._placement import put_global
 from ..errors import BatchNotDivisibleError
 
 RESIDENT_LIMIT_BYTES = 2 << 30
@@ -85,14 +102,31 @@ def _as_host(tree):
 
 
 class _Placer:
-    """Places stacked host arrays on the mesh, split on the batch axis (axis 1)."""
+    """Places stacked host arrays on the strategy's mesh, split on the batch axis (axis 1).
 
-    def __init__(self, mesh):
-        self.stacked = NamedSharding(mesh, P(None, "replica"))
-        self.replicated = NamedSharding(mesh, P())
+    ``stacked_put``/``replicated_put`` take the same value on every process
+    (one process: a plain ``device_put``); ``local_put`` takes this process's
+    share of each batch and builds the global batches from all processes' shares.
+    """
+
+    def __init__(self, strategy):
+        self.strategy = strategy
+        self.stacked = NamedSharding(strategy.mesh, P(None, "replica"))
+        self.replicated = NamedSharding(strategy.mesh, P())
+        self.multi_process = strategy._num_processes > 1
 
     def stacked_put(self, tree):
+        if self.multi_process:
+            return put_global(tree, self.stacked)
         return jax.device_put(tree, self.stacked)
+
+    def replicated_put(self, tree):
+        if self.multi_process:
+            return put_global(tree, self.replicated)
+        return jax.device_put(tree, self.replicated)
+
+    def local_put(self, tree):
+        return self.strategy._global_batch(tree, stacked=True)
 
 
 class ArrayAdapter:
@@ -106,7 +140,7 @@ class ArrayAdapter:
         *,
         batch_size: int,
         steps_per_execution: int,
-        mesh,
+        strategy,
         shuffle: bool = False,
         seed: int = 0,
         steps: int | None = None,
@@ -128,12 +162,12 @@ class ArrayAdapter:
         self.seed = seed
         self.full_steps = math.ceil(self.num_examples / batch_size)
         self.steps_per_epoch = steps if steps is not None else self.full_steps
-        self._placer = _Placer(mesh)
+        self._placer = _Placer(strategy)
         host = (x, y if y is not None else np.zeros(self.num_examples, np.float32), sw)
         nbytes = sum(a.nbytes for a in jax.tree.leaves(host))
         self.resident = nbytes <= RESIDENT_LIMIT_BYTES if resident is None else resident
         self._host = host
-        self.data = jax.device_put(host, self._placer.replicated) if self.resident else None
+        self.data = self._placer.replicated_put(host) if self.resident else None
 
     def _indices(self, epoch: int) -> np.ndarray:
         """The epoch's batch indices ``[steps, batch]``, ``-1`` for padding."""
@@ -207,8 +241,8 @@ class IterableAdapter:
         iterable: Iterable,
         *,
         steps_per_execution: int,
-        mesh,
-        num_replicas: int,
+        strategy,
+        process_local: bool = False,
         steps: int | None = None,
         class_weight: dict | None = None,
     ):
@@ -216,8 +250,11 @@ class IterableAdapter:
         self.n = steps_per_execution
         self._steps_given = steps
         self.steps_per_epoch = steps if steps is not None else _known_length(iterable)
-        self._num_replicas = num_replicas
-        self._placer = _Placer(mesh)
+        self._placer = _Placer(strategy)
+        # Batches that are this process's shares (several processes only).
+        self.process_local = process_local and self._placer.multi_process
+        self._num_replicas = strategy.num_replicas_in_sync
+        self._shares = strategy._num_processes if self.process_local else 1
         self._class_weight = class_weight
         self._iterator: Iterator | None = None
         self.batch_size: int | None = None
@@ -276,7 +313,9 @@ class IterableAdapter:
         sizes = [_leading(p[0]) for p in parts]
         if self.batch_size is None:
             self.batch_size = max(sizes)
-            check_global_batch(self.batch_size, self._num_replicas, "batch size of the input")
+            check_global_batch(
+                self.batch_size * self._shares, self._num_replicas, "batch size of the input"
+            )
         if max(sizes) > self.batch_size:
             raise ValueError(
                 f"A batch of {max(sizes)} examples followed batches of {self.batch_size}: "
@@ -295,7 +334,8 @@ class IterableAdapter:
                 buf[i, :size] = a
                 if size < self.batch_size:
                     buf[i, size:] = 0
-        placed = self._placer.stacked_put(self._buffers[self._turn])
+        put = self._placer.local_put if self.process_local else self._placer.stacked_put
+        placed = put(self._buffers[self._turn])
         self._turn = (self._turn + 1) % _BUFFER_SETS
         return Execution(placed, first, len(parts), tuple(sizes))
 

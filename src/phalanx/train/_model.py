@@ -278,7 +278,7 @@ class Model:
                 sample_weight,
                 batch_size=batch_size,
                 steps_per_execution=spe,
-                mesh=self._strategy.mesh,
+                strategy=self._strategy,
                 shuffle=shuffle,
                 seed=self._config.seed,
                 steps=steps,
@@ -293,11 +293,12 @@ class Model:
             raise ValueError(
                 f"Do not pass batch_size with a {type(x).__name__}: it yields batches already."
             )
+        iterable, process_local = _process_input(self._strategy, x)
         return _adapter.IterableAdapter(
-            _undistribute(x),
+            iterable,
             steps_per_execution=spe,
-            mesh=self._strategy.mesh,
-            num_replicas=n,
+            strategy=self._strategy,
+            process_local=process_local,
             steps=steps,
             class_weight=class_weight,
         )
@@ -513,11 +514,11 @@ class Model:
             cbs.on_predict_batch_begin(ex.first_step)
             out = program(self._state, adapter.data, ex.xs, ex.steps)
             if pending is not None:
-                outputs.extend(_unpad_predictions(*pending))
+                outputs.extend(_unpad_predictions(*pending, adapter))
                 cbs.on_predict_batch_end(pending[0].first_step + pending[0].steps - 1, {})
             pending = (ex, out)
         if pending is not None:
-            outputs.extend(_unpad_predictions(*pending))
+            outputs.extend(_unpad_predictions(*pending, adapter))
             cbs.on_predict_batch_end(pending[0].first_step + pending[0].steps - 1, {})
         cbs.on_predict_end()
         if not outputs:
@@ -554,7 +555,7 @@ class Model:
             sample_weight,
             batch_size=size,
             steps_per_execution=1,
-            mesh=self._strategy.mesh,
+            strategy=self._strategy,
             class_weight=class_weight,
             resident=False,
         )
@@ -578,12 +579,16 @@ class Model:
         self._load_state(_weights.list_to_state(self._weights(), weights))
 
     def save_weights(self, filepath: str, overwrite: bool = True) -> None:
-        """Writes the weights to ``filepath`` (an ``.npz`` archive; loading runs no code)."""
+        """Writes the weights to ``filepath`` (an ``.npz`` archive; loading runs no code).
+
+        With several processes, call it on every process: process 0 writes,
+        the others wait (with a deadline) until the file is there.
+        """
         from pathlib import Path
 
         if not overwrite and Path(filepath).exists():
             raise FileExistsError(f"{filepath!r} exists and overwrite=False.")
-        _weights.save(filepath, self._weights())
+        _weights.save_on_chief(filepath, self._weights())
 
     def load_weights(self, filepath: str) -> None:
         """Reads weights saved by ``save_weights``, under any replica count."""
@@ -627,9 +632,27 @@ def _hooks(cbs, kind):
     return cbs.on_test_batch_begin, cbs.on_test_batch_end
 
 
-def _unpad_predictions(ex, out):
-    host = jax.device_get(out)
-    return [jax.tree.map(lambda a, i=i, s=s: a[i, :s], host) for i, s in enumerate(ex.sizes)]
+def _unpad_predictions(ex, out, adapter):
+    """This execution's predictions on the host, padding removed, one pytree per real step.
+
+    With several processes the outputs (and, for process-local batches whose
+    padding sits inside each process's share, the mask) are gathered to every
+    process first.
+    """
+    if not getattr(adapter, "process_local", False) or jax.process_count() == 1:
+        host = _fetch(out)
+        return [jax.tree.map(lambda a, i=i, s=s: a[i, :s], host) for i, s in enumerate(ex.sizes)]
+    host, mask = _fetch((out, ex.xs[-1]))
+    return [jax.tree.map(lambda a, i=i: a[i][mask[i] > 0], host) for i in range(ex.steps)]
+
+
+def _fetch(tree):
+    """``jax.device_get``, gathering arrays split over several processes first."""
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        return multihost_utils.process_allgather(tree, tiled=True)
+    return jax.device_get(tree)
 
 
 def _format_logs(logs: dict, return_dict: bool):
@@ -647,8 +670,20 @@ def _is_array_like(x) -> bool:
     return bool(leaves) and all(isinstance(a, np.ndarray | jax.Array) for a in leaves)
 
 
-def _undistribute(x):
-    return getattr(x, "_dataset_for_fit", x)
+def _process_input(strategy: Strategy, x) -> tuple[Any, bool]:
+    """Returns (what to iterate, whether its batches are this process's shares).
+
+    A distributed dataset gives its process-local dataset; under several
+    processes a ``phalanx.data.Dataset`` is auto-sharded first, as
+    ``experimental_distribute_dataset`` does. Anything else (a generator)
+    yields the same global batches on every process.
+    """
+    from ..data import Dataset
+
+    if strategy._num_processes > 1 and isinstance(x, Dataset):
+        x = strategy.experimental_distribute_dataset(x)
+    local = getattr(x, "_dataset_for_fit", None)
+    return (x, False) if local is None else (local, True)
 
 
 def _as_tuple(data):

@@ -7,11 +7,13 @@ moving variance (Keras's kernel, gamma, beta, moving_mean, moving_variance),
 so a list from ``get_weights`` lines up with a Keras model's. Files are numpy ``.npz`` archives keyed by those paths,
 read with ``allow_pickle=False``: loading a weights file runs no code (no
 pickle). Weights are replica-count independent: a file saved under 8 replicas
-loads under 1, and the reverse.
+loads under 1, and the reverse. With several processes, process 0 alone
+writes the file (``save_on_chief``); the others wait until it has.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import tempfile
 from pathlib import Path
@@ -81,6 +83,36 @@ def list_to_state(state: Any, values: list) -> Any:
             )
         out[i] = new.astype(old.dtype)
     return jax.tree.unflatten(treedef, out)
+
+
+_SAVES = itertools.count()
+SAVE_TIMEOUT_S = 300.0
+
+
+def save_on_chief(path: str | os.PathLike, state: Any, *, timeout: float = SAVE_TIMEOUT_S) -> None:
+    """Process 0 writes ``state`` to ``path``; every process returns once it has.
+
+    Every process calls it (as every worker runs the same script); the others
+    wait at a barrier with a deadline, so a ``load`` right after reads the file.
+
+    Raises:
+      RuntimeError: process 0 did not finish writing within ``timeout`` seconds.
+    """
+    if jax.process_index() == 0:
+        save(path, state)
+    if jax.process_count() == 1:
+        return
+    from jax._src.distributed import global_state
+
+    name = f"phalanx/save_weights/{next(_SAVES)}"
+    try:
+        global_state.client.wait_at_barrier(name, int(timeout * 1000))
+    except Exception as e:  # jax raises JaxRuntimeError (DEADLINE_EXCEEDED, ...)
+        raise RuntimeError(
+            f"save_weights({str(path)!r}): process {jax.process_index()} waited {timeout:g} s "
+            f"for the others (process 0 writes the file) and they did not all arrive: "
+            f"{str(e).splitlines()[0]}. Call save_weights on every process, at the same point."
+        ) from e
 
 
 def save(path: str | os.PathLike, state: Any) -> Path:
