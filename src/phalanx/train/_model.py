@@ -15,10 +15,16 @@ live on the first strategy's devices.
 At most two executions are in flight: the host dispatches execution ``k+1``,
 then waits for the logs of ``k`` (DESIGN.md: unbounded dispatch deadlocks the
 CPU collectives), so callbacks see each execution's logs in order.
+
+Every loop of executions (train, eval, predict) beats the watchdog
+(``phalanx.cluster.watchdog``) once per execution with its first step and
+phase, and stops it when the loop ends: in a multi-process run, a process
+that stalls (or waits on one that stalled) is reported and ended.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import math
@@ -36,6 +42,7 @@ from . import _adapter, _step, _weights
 from ._compile import CompileConfig, resolve_compile
 
 log = logging.getLogger("phalanx")
+FIRST_EXECUTION_FACTOR = 5  # the watchdog's deadline for a loop's first (compiling) execution
 
 
 class Model:
@@ -401,16 +408,18 @@ class Model:
         begin, end = _hooks(cbs, kind)
         pending = None
         logs: dict = {}
-        for ex in executions:
-            begin(ex.first_step)
-            state, dev_logs = program(state, adapter.data, ex.xs, ex.steps)
+        with _watched(kind) as beat:
+            for ex in executions:
+                beat(ex.first_step)
+                begin(ex.first_step)
+                state, dev_logs = program(state, adapter.data, ex.xs, ex.steps)
+                if pending is not None:
+                    logs = self._finish(pending, end)
+                pending = (ex, dev_logs)
+                if kind == "train" and self.stop_training:
+                    break
             if pending is not None:
                 logs = self._finish(pending, end)
-            pending = (ex, dev_logs)
-            if kind == "train" and self.stop_training:
-                break
-        if pending is not None:
-            logs = self._finish(pending, end)
         if kind == "train":
             self._state = state
         return logs
@@ -510,16 +519,18 @@ class Model:
         executions = self._prepared(adapter, 0)
         program = self._program("predict", adapter.resident)
         outputs, pending = [], None
-        for ex in executions:
-            cbs.on_predict_batch_begin(ex.first_step)
-            out = program(self._state, adapter.data, ex.xs, ex.steps)
+        with _watched("predict") as beat:
+            for ex in executions:
+                beat(ex.first_step)
+                cbs.on_predict_batch_begin(ex.first_step)
+                out = program(self._state, adapter.data, ex.xs, ex.steps)
+                if pending is not None:
+                    outputs.extend(_unpad_predictions(*pending, adapter))
+                    cbs.on_predict_batch_end(pending[0].first_step + pending[0].steps - 1, {})
+                pending = (ex, out)
             if pending is not None:
                 outputs.extend(_unpad_predictions(*pending, adapter))
                 cbs.on_predict_batch_end(pending[0].first_step + pending[0].steps - 1, {})
-            pending = (ex, out)
-        if pending is not None:
-            outputs.extend(_unpad_predictions(*pending, adapter))
-            cbs.on_predict_batch_end(pending[0].first_step + pending[0].steps - 1, {})
         cbs.on_predict_end()
         if not outputs:
             raise ValueError("predict got no input batches: the input is empty.")
@@ -622,6 +633,31 @@ class Model:
 def _compute_dtype(strategy):
     dtype = getattr(strategy, "compute_dtype", None)
     return None if dtype in (None, "float32") else jnp.dtype(dtype)
+
+
+@contextlib.contextmanager
+def _watched(kind: str):
+    """Yields ``beat(step)`` for a loop of executions; stops the watchdog when the loop ends.
+
+    ``phalanx.cluster.watchdog`` (on in multi-process runs) then reports a
+    process whose next execution does not start within the deadline; the
+    first execution of a loop may compile, so it gets ``FIRST_EXECUTION_FACTOR``
+    times the deadline.
+    """
+    from ..cluster import watchdog
+
+    first = True
+
+    def beat(step: int) -> None:
+        nonlocal first
+        timeout = watchdog.timeout * FIRST_EXECUTION_FACTOR if first else None
+        watchdog.beat(step=step, phase=kind, timeout=timeout)
+        first = False
+
+    try:
+        yield beat
+    finally:
+        watchdog.stop()
 
 
 def _hooks(cbs, kind):
