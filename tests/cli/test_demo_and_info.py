@@ -59,3 +59,18 @@ def test_info_json(capsys):
     assert facts["global_device_count"] == 8
     assert facts["process_count"] == 1
     assert facts["strategy"].startswith("DefaultStrategy")
+
+
+def test_info_shows_the_resolved_cluster_without_connecting(capsys, monkeypatch):
+    for name in ("TF_CONFIG", "SLURM_PROCID", "JOB_COMPLETION_INDEX", "PHALANX_CLUSTER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PHALANX_COORDINATOR_ADDRESS", "10.0.0.1:1234")
+    monkeypatch.setenv("PHALANX_NUM_PROCESSES", "4")
+    monkeypatch.setenv("PHALANX_PROCESS_ID", "2")
+    assert phalanx.cli.main(["info", "--json"]) == 0
+    facts = json.loads(capsys.readouterr().out)
+    assert facts["cluster"] == "EnvClusterResolver: process 2 of 4, coordinator 10.0.0.1:1234"
+    assert facts["process_count"] == 1  # described, not initialized
+    monkeypatch.setenv("PHALANX_CLUSTER", "none")
+    assert phalanx.cli.main(["info", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cluster"].startswith("none")

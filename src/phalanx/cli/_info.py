@@ -1,4 +1,9 @@
-"""``phalanx info``: what JAX sees here, and the strategy phalanx would give."""
+"""``phalanx info``: what JAX sees here, the cluster this process belongs to, the strategy.
+
+The cluster is what ``phalanx.cluster.resolve()`` finds in the environment
+(``PHALANX_*``, ``TF_CONFIG``, Slurm, Kubernetes, a TPU VM), described
+without connecting to anything: ``info`` never initializes ``jax.distributed``.
+"""
 
 from __future__ import annotations
 
@@ -30,9 +35,24 @@ def collect() -> dict:
         "local_devices": [str(d) for d in local],
         "global_device_count": jax.device_count(),
         "device_kind": local[0].device_kind if local else None,
+        "cluster": describe_cluster(),
         "strategy": repr(strategy),
         "num_replicas_in_sync": strategy.num_replicas_in_sync,
     }
+
+
+def describe_cluster() -> str:
+    """One line: the resolved cluster, ``none (...)``, or why the environment is invalid."""
+    from ..cluster import resolve
+    from ..errors import ClusterConfigError
+
+    try:
+        resolver = resolve()
+    except (ClusterConfigError, ValueError) as e:
+        return f"invalid: {str(e).splitlines()[0]}"
+    if resolver is None:
+        return "none (one process on the local devices)"
+    return resolver.describe()
 
 
 def run(args: argparse.Namespace) -> int:
