@@ -368,3 +368,102 @@ def _known_length(iterable) -> int | None:
         return len(iterable)
     except TypeError:
         return None
+
+
+def make_adapter(
+    strategy,
+    x,
+    y,
+    sample_weight,
+    *,
+    batch_size,
+    steps,
+    shuffle,
+    class_weight,
+    steps_per_execution: int,
+    seed: int,
+):
+    """The adapter for what ``fit``/``evaluate``/``predict`` were given (Keras's rules).
+
+    Raises:
+      ValueError: ``y`` or ``batch_size`` given with a dataset, or a bad ``batch_size``.
+      BatchNotDivisibleError: the global batch does not split over the replicas.
+    """
+    if is_array_like(x):
+        batch_size = 32 if batch_size is None else batch_size
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}.")
+        check_global_batch(batch_size, strategy.num_replicas_in_sync)
+        return ArrayAdapter(
+            x,
+            y,
+            sample_weight,
+            batch_size=batch_size,
+            steps_per_execution=steps_per_execution,
+            strategy=strategy,
+            shuffle=shuffle,
+            seed=seed,
+            steps=steps,
+            class_weight=class_weight,
+        )
+    if y is not None or sample_weight is not None:
+        raise ValueError(
+            f"When x is a {type(x).__name__} (a dataset or generator yielding (x, y) "
+            "batches), pass y and sample_weight inside its batches, not as arguments."
+        )
+    if batch_size is not None:
+        raise ValueError(
+            f"Do not pass batch_size with a {type(x).__name__}: it yields batches already."
+        )
+    iterable, process_local = _process_input(strategy, x)
+    return IterableAdapter(
+        iterable,
+        steps_per_execution=steps_per_execution,
+        strategy=strategy,
+        process_local=process_local,
+        steps=steps,
+        class_weight=class_weight,
+    )
+
+
+def is_array_like(x) -> bool:
+    """Arrays, or tuples/lists/dicts of arrays (Keras's in-memory inputs)."""
+    if not isinstance(x, np.ndarray | jax.Array | dict | tuple | list):
+        return False
+    leaves = jax.tree.leaves(x)
+    return bool(leaves) and all(isinstance(a, np.ndarray | jax.Array) for a in leaves)
+
+
+def _process_input(strategy, x) -> tuple[Any, bool]:
+    """Returns (what to iterate, whether its batches are this process's shares).
+
+    A distributed dataset gives its process-local dataset; under several
+    processes a ``phalanx.data.Dataset`` is auto-sharded first, as
+    ``experimental_distribute_dataset`` does. Anything else (a generator)
+    yields the same global batches on every process.
+    """
+    from ..data import Dataset
+
+    if strategy._num_processes > 1 and isinstance(x, Dataset):
+        x = strategy.experimental_distribute_dataset(x)
+    local = getattr(x, "_dataset_for_fit", None)
+    return (x, False) if local is None else (local, True)
+
+
+def split_validation(x, y, sample_weight, split: float):
+    if not 0.0 < split < 1.0:
+        raise ValueError(f"validation_split must be in (0, 1), got {split}.")
+    if not is_array_like(x):
+        raise ValueError(
+            "validation_split works with array inputs only (Keras's rule); for a dataset or "
+            "generator, pass validation_data."
+        )
+    n = _leading(x)
+    cut = int(n * (1.0 - split))
+
+    def part(tree, sl):
+        return None if tree is None else jax.tree.map(lambda a: np.asarray(a)[sl], tree)
+
+    train = (part(x, slice(0, cut)), part(y, slice(0, cut)), part(sample_weight, slice(0, cut)))
+    val = (part(x, slice(cut, n)), part(y, slice(cut, n)), part(sample_weight, slice(cut, n)))
+    return train, tuple(v for v in val if v is not None)

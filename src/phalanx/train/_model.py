@@ -12,9 +12,8 @@ weights are replicated there; one log line says so). A model created under
 one strategy and compiled under another raises, since its weights already
 live on the first strategy's devices.
 
-At most two executions are in flight: the host dispatches execution ``k+1``,
-then waits for the logs of ``k`` (DESIGN.md: unbounded dispatch deadlocks the
-CPU collectives), so callbacks see each execution's logs in order.
+Executions run through ``_loop.pipelined``: at most two in flight, callbacks
+told each execution's logs in order.
 
 Every loop of executions (train, eval, predict) beats the watchdog
 (``phalanx.cluster.watchdog``) once per execution with its first step and
@@ -24,7 +23,6 @@ that stalls (or waits on one that stalled) is reported and ended.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import math
@@ -38,11 +36,10 @@ import numpy as np
 
 from ..distribute import Strategy, get_strategy
 from ..errors import ScopeError
-from . import _adapter, _step, _weights
+from . import _adapter, _loop, _step, _weights
 from ._compile import CompileConfig, resolve_compile
 
 log = logging.getLogger("phalanx")
-FIRST_EXECUTION_FACTOR = 5  # the watchdog's deadline for a loop's first (compiling) execution
 
 
 class Model:
@@ -272,42 +269,17 @@ class Model:
     # -- input --------------------------------------------------------------
 
     def _adapter(self, x, y, sample_weight, *, batch_size, steps, shuffle, class_weight):
-        n = self._strategy.num_replicas_in_sync
-        spe = self.steps_per_execution
-        if _is_array_like(x):
-            batch_size = 32 if batch_size is None else batch_size
-            if not isinstance(batch_size, int) or batch_size < 1:
-                raise ValueError(f"batch_size must be a positive int, got {batch_size!r}.")
-            _adapter.check_global_batch(batch_size, n)
-            return _adapter.ArrayAdapter(
-                x,
-                y,
-                sample_weight,
-                batch_size=batch_size,
-                steps_per_execution=spe,
-                strategy=self._strategy,
-                shuffle=shuffle,
-                seed=self._config.seed,
-                steps=steps,
-                class_weight=class_weight,
-            )
-        if y is not None or sample_weight is not None:
-            raise ValueError(
-                f"When x is a {type(x).__name__} (a dataset or generator yielding (x, y) "
-                "batches), pass y and sample_weight inside its batches, not as arguments."
-            )
-        if batch_size is not None:
-            raise ValueError(
-                f"Do not pass batch_size with a {type(x).__name__}: it yields batches already."
-            )
-        iterable, process_local = _process_input(self._strategy, x)
-        return _adapter.IterableAdapter(
-            iterable,
-            steps_per_execution=spe,
-            strategy=self._strategy,
-            process_local=process_local,
+        return _adapter.make_adapter(
+            self._strategy,
+            x,
+            y,
+            sample_weight,
+            batch_size=batch_size,
             steps=steps,
+            shuffle=shuffle,
             class_weight=class_weight,
+            steps_per_execution=self.steps_per_execution,
+            seed=self._config.seed,
         )
 
     # -- fit ----------------------------------------------------------------
@@ -345,7 +317,7 @@ class Model:
         _check_positive_int(epochs, "epochs")
         _check_positive_int(validation_freq, "validation_freq")
         if validation_split and validation_data is None:
-            (x, y, sample_weight), validation_data = _split_validation(
+            (x, y, sample_weight), validation_data = _adapter.split_validation(
                 x, y, sample_weight, validation_split
             )
         train = self._adapter(
@@ -401,25 +373,26 @@ class Model:
         )
 
     def _run_epoch(self, kind: str, adapter, epoch: int, cbs) -> dict:
-        """Runs one epoch of executions; at most two in flight. Returns the last logs."""
+        """Runs one epoch of executions (``_loop.pipelined``). Returns the last logs."""
         executions = self._prepared(adapter, epoch)
         program = self._program(kind, adapter.resident)
-        state = self._reset_metrics(self._state)
         begin, end = _hooks(cbs, kind)
-        pending = None
+        state = self._reset_metrics(self._state)
+
+        def dispatch(ex):
+            nonlocal state
+            begin(ex.first_step)
+            state, dev_logs = program(state, adapter.data, ex.xs, ex.steps)
+            return dev_logs
+
+        def stop() -> bool:
+            return kind == "train" and self.stop_training
+
         logs: dict = {}
-        with _watched(kind) as beat:
-            for ex in executions:
-                beat(ex.first_step)
-                begin(ex.first_step)
-                state, dev_logs = program(state, adapter.data, ex.xs, ex.steps)
-                if pending is not None:
-                    logs = self._finish(pending, end)
-                pending = (ex, dev_logs)
-                if kind == "train" and self.stop_training:
-                    break
-            if pending is not None:
-                logs = self._finish(pending, end)
+        for ex, logs in _loop.pipelined(
+            executions, dispatch, self._fetch_logs, phase=kind, should_stop=stop
+        ):
+            end(ex.first_step + ex.steps - 1, logs)
         if kind == "train":
             self._state = state
         return logs
@@ -446,14 +419,12 @@ class Model:
         self._init_state()
         return itertools.chain([first], executions)
 
-    def _finish(self, pending, end) -> dict:
-        ex, dev_logs = pending
+    def _fetch_logs(self, ex, dev_logs) -> dict:
+        del ex
         host = jax.device_get(dev_logs)
         # Keras's order: the loss, then the metrics as compiled (pytrees sort dict keys).
         order = ["loss"] + [m.name for m in self._step_config.metrics]
-        logs = {k: float(host[k]) for k in order if k in host}
-        end(ex.first_step + ex.steps - 1, logs)
-        return logs
+        return {k: float(host[k]) for k in order if k in host}
 
     # -- evaluate / predict -------------------------------------------------------
 
@@ -518,19 +489,18 @@ class Model:
         cbs.on_predict_begin()
         executions = self._prepared(adapter, 0)
         program = self._program("predict", adapter.resident)
-        outputs, pending = [], None
-        with _watched("predict") as beat:
-            for ex in executions:
-                beat(ex.first_step)
-                cbs.on_predict_batch_begin(ex.first_step)
-                out = program(self._state, adapter.data, ex.xs, ex.steps)
-                if pending is not None:
-                    outputs.extend(_unpad_predictions(*pending, adapter))
-                    cbs.on_predict_batch_end(pending[0].first_step + pending[0].steps - 1, {})
-                pending = (ex, out)
-            if pending is not None:
-                outputs.extend(_unpad_predictions(*pending, adapter))
-                cbs.on_predict_batch_end(pending[0].first_step + pending[0].steps - 1, {})
+
+        def dispatch(ex):
+            cbs.on_predict_batch_begin(ex.first_step)
+            return program(self._state, adapter.data, ex.xs, ex.steps)
+
+        def fetch(ex, out):
+            return _loop.unpad_predictions(ex, out, adapter)
+
+        outputs = []
+        for ex, parts in _loop.pipelined(executions, dispatch, fetch, phase="predict"):
+            outputs.extend(parts)
+            cbs.on_predict_batch_end(ex.first_step + ex.steps - 1, {})
         cbs.on_predict_end()
         if not outputs:
             raise ValueError("predict got no input batches: the input is empty.")
@@ -635,60 +605,12 @@ def _compute_dtype(strategy):
     return None if dtype in (None, "float32") else jnp.dtype(dtype)
 
 
-@contextlib.contextmanager
-def _watched(kind: str):
-    """Yields ``beat(step)`` for a loop of executions; stops the watchdog when the loop ends.
-
-    ``phalanx.cluster.watchdog`` (on in multi-process runs) then reports a
-    process whose next execution does not start within the deadline; the
-    first execution of a loop may compile, so it gets ``FIRST_EXECUTION_FACTOR``
-    times the deadline.
-    """
-    from ..cluster import watchdog
-
-    first = True
-
-    def beat(step: int) -> None:
-        nonlocal first
-        timeout = watchdog.timeout * FIRST_EXECUTION_FACTOR if first else None
-        watchdog.beat(step=step, phase=kind, timeout=timeout)
-        first = False
-
-    try:
-        yield beat
-    finally:
-        watchdog.stop()
-
-
 def _hooks(cbs, kind):
     if cbs is None:
         return (lambda step: None), (lambda step, logs: None)
     if kind == "train":
         return cbs.on_train_batch_begin, cbs.on_train_batch_end
     return cbs.on_test_batch_begin, cbs.on_test_batch_end
-
-
-def _unpad_predictions(ex, out, adapter):
-    """This execution's predictions on the host, padding removed, one pytree per real step.
-
-    With several processes the outputs (and, for process-local batches whose
-    padding sits inside each process's share, the mask) are gathered to every
-    process first.
-    """
-    if not getattr(adapter, "process_local", False) or jax.process_count() == 1:
-        host = _fetch(out)
-        return [jax.tree.map(lambda a, i=i, s=s: a[i, :s], host) for i, s in enumerate(ex.sizes)]
-    host, mask = _fetch((out, ex.xs[-1]))
-    return [jax.tree.map(lambda a, i=i: a[i][mask[i] > 0], host) for i in range(ex.steps)]
-
-
-def _fetch(tree):
-    """``jax.device_get``, gathering arrays split over several processes first."""
-    if jax.process_count() > 1:
-        from jax.experimental import multihost_utils
-
-        return multihost_utils.process_allgather(tree, tiled=True)
-    return jax.device_get(tree)
 
 
 def _format_logs(logs: dict, return_dict: bool):
@@ -698,51 +620,8 @@ def _format_logs(logs: dict, return_dict: bool):
     return values[0] if len(values) == 1 else values
 
 
-def _is_array_like(x) -> bool:
-    """Arrays, or tuples/lists/dicts of arrays (Keras's in-memory inputs)."""
-    if not isinstance(x, np.ndarray | jax.Array | dict | tuple | list):
-        return False
-    leaves = jax.tree.leaves(x)
-    return bool(leaves) and all(isinstance(a, np.ndarray | jax.Array) for a in leaves)
-
-
-def _process_input(strategy: Strategy, x) -> tuple[Any, bool]:
-    """Returns (what to iterate, whether its batches are this process's shares).
-
-    A distributed dataset gives its process-local dataset; under several
-    processes a ``phalanx.data.Dataset`` is auto-sharded first, as
-    ``experimental_distribute_dataset`` does. Anything else (a generator)
-    yields the same global batches on every process.
-    """
-    from ..data import Dataset
-
-    if strategy._num_processes > 1 and isinstance(x, Dataset):
-        x = strategy.experimental_distribute_dataset(x)
-    local = getattr(x, "_dataset_for_fit", None)
-    return (x, False) if local is None else (local, True)
-
-
 def _as_tuple(data):
     return data if isinstance(data, tuple) else (data,)
-
-
-def _split_validation(x, y, sample_weight, split: float):
-    if not 0.0 < split < 1.0:
-        raise ValueError(f"validation_split must be in (0, 1), got {split}.")
-    if not _is_array_like(x):
-        raise ValueError(
-            "validation_split works with array inputs only (Keras's rule); for a dataset or "
-            "generator, pass validation_data."
-        )
-    n = _adapter._leading(x)
-    cut = int(n * (1.0 - split))
-
-    def part(tree, sl):
-        return None if tree is None else jax.tree.map(lambda a: np.asarray(a)[sl], tree)
-
-    train = (part(x, slice(0, cut)), part(y, slice(0, cut)), part(sample_weight, slice(0, cut)))
-    val = (part(x, slice(cut, n)), part(y, slice(cut, n)), part(sample_weight, slice(cut, n)))
-    return train, tuple(v for v in val if v is not None)
 
 
 def _check_positive_int(value, name: str) -> None:

@@ -1,0 +1,97 @@
+"""Running executions: at most two in flight, the watchdog told, results fetched in order.
+
+``pipelined`` is the one loop behind ``fit``, ``evaluate`` and ``predict``: it
+dispatches execution ``k + 1`` before fetching the results of ``k``, so the
+devices always have the next program queued while the host reads logs and
+calls callbacks, and never more than two are in flight (DESIGN.md: unbounded
+dispatch deadlocks XLA's CPU collectives). Streamed input relies on that
+bound too (``_adapter.IterableAdapter`` reuses host buffers).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import jax
+
+FIRST_EXECUTION_FACTOR = 5  # the watchdog's deadline for a loop's first (compiling) execution
+
+
+def pipelined(
+    executions: Iterable,
+    dispatch: Callable[[Any], Any],
+    fetch: Callable[[Any, Any], Any],
+    *,
+    phase: str,
+    should_stop: Callable[[], bool] | None = None,
+) -> Iterator[tuple[Any, Any]]:
+    """Yields ``(execution, fetch(execution, dispatch(execution)))`` in order.
+
+    ``dispatch`` starts an execution's program and returns its device results;
+    ``fetch`` brings them to the host. Execution ``k`` is fetched after
+    ``k + 1`` is dispatched. When ``should_stop()`` turns true (a callback set
+    ``model.stop_training``), no more executions start; the last dispatched one
+    is still fetched.
+    """
+    pending = None
+    with _watched(phase) as beat:
+        for ex in executions:
+            beat(ex.first_step)
+            result = dispatch(ex)
+            if pending is not None:
+                yield pending[0], fetch(*pending)
+            pending = (ex, result)
+            if should_stop is not None and should_stop():
+                break
+        if pending is not None:
+            yield pending[0], fetch(*pending)
+
+
+@contextlib.contextmanager
+def _watched(kind: str):
+    """Yields ``beat(step)`` for a loop of executions; stops the watchdog when the loop ends.
+
+    ``phalanx.cluster.watchdog`` (on in multi-process runs) then reports a
+    process whose next execution does not start within the deadline; the
+    first execution of a loop may compile, so it gets ``FIRST_EXECUTION_FACTOR``
+    times the deadline.
+    """
+    from ..cluster import watchdog
+
+    first = True
+
+    def beat(step: int) -> None:
+        nonlocal first
+        timeout = watchdog.timeout * FIRST_EXECUTION_FACTOR if first else None
+        watchdog.beat(step=step, phase=kind, timeout=timeout)
+        first = False
+
+    try:
+        yield beat
+    finally:
+        watchdog.stop()
+
+
+def unpad_predictions(ex, out, adapter):
+    """This execution's predictions on the host, padding removed, one pytree per real step.
+
+    With several processes the outputs (and, for process-local batches whose
+    padding sits inside each process's share, the mask) are gathered to every
+    process first.
+    """
+    if not getattr(adapter, "process_local", False) or jax.process_count() == 1:
+        host = _fetch(out)
+        return [jax.tree.map(lambda a, i=i, s=s: a[i, :s], host) for i, s in enumerate(ex.sizes)]
+    host, mask = _fetch((out, ex.xs[-1]))
+    return [jax.tree.map(lambda a, i=i: a[i][mask[i] > 0], host) for i in range(ex.steps)]
+
+
+def _fetch(tree):
+    """``jax.device_get``, gathering arrays split over several processes first."""
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        return multihost_utils.process_allgather(tree, tiled=True)
+    return jax.device_get(tree)
