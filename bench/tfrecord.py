@@ -6,6 +6,12 @@ the median of several runs. TensorFlow 2.21's tf.data on the project's 2-core
 machine: raw read 300-440k records/s, per-record parse (map then batch)
 35-50k, batched parse (batch then parse_example) 300-330k. The last line is
 the whole ``TFRecordDataset(path).batch(1024).map(parse_example)`` pipeline.
+The last two lines split the records over 4 files and read them with
+``num_parallel_reads=None`` (one file after another) and ``num_parallel_reads=4``
+(a parallel interleave: one reader thread per open file), then with the parse
+inside each file's dataset (``interleave(..., num_parallel_calls=4)``), then the
+same with a 2 ms sleep per 256 records standing for slow storage. Under the GIL
+on 2 cores the threads cost more than they overlap unless the readers wait.
 
 Run: python bench/tfrecord.py [--records N] [--runs R]
 """
@@ -20,7 +26,7 @@ import time
 
 import numpy as np
 
-from phalanx.data import TFRecordDataset
+from phalanx.data import Dataset, TFRecordDataset
 from phalanx.data._example import serialize_example
 from phalanx.data._parse_example import FixedLenFeature, parse_example, parse_single_example
 from phalanx.data._tfrecord_io import TFRecordReader, TFRecordWriter
@@ -106,9 +112,54 @@ def main() -> None:
                 pass
 
         print(f"TFRecordDataset pipeline:   {_rate(dataset, n, args.runs):>10,.0f} records/s")
+        _parallel_reads(tmp, records, args.runs)
         out = parse_example(records[:BATCH], SPEC)
         assert np.array_equal(out["image"], images[:BATCH])
         assert np.array_equal(out["label"], labels[:BATCH])
+
+
+def _parallel_reads(tmp: str, records: list[bytes], runs: int) -> None:
+    """4 files read sequentially vs by a parallel interleave (whole pipeline, records/s)."""
+    n, k = len(records), 4
+    files = [os.path.join(tmp, f"part-{i}.tfrecord") for i in range(k)]
+    for i, f in enumerate(files):
+        with TFRecordWriter(f) as w:
+            for r in records[i::k]:
+                w.write(r)
+
+    def parse(r):
+        return parse_example(r, SPEC)
+
+    def run(ds) -> None:
+        for _ in ds:
+            pass
+
+    for reads in (None, k):
+        ds = TFRecordDataset(files, num_parallel_reads=reads).batch(BATCH).map(parse)
+        rate = _rate(lambda ds=ds: run(ds), n, runs)
+        print(f"4 files, num_parallel_reads={reads!s:<4}  {rate:>10,.0f} records/s")
+    names = Dataset.from_tensor_slices(files)
+    for calls in (None, k):
+        ds = names.interleave(
+            lambda f: TFRecordDataset(f).batch(BATCH // k).map(parse),
+            cycle_length=k,
+            num_parallel_calls=calls,
+        )
+        rate = _rate(lambda ds=ds: run(ds), n, runs)
+        print(f"4 files, parse per file, num_parallel_calls={calls!s:<4} {rate:>10,.0f} records/s")
+    for calls in (None, k):  # slow storage: 2 ms of waiting per 256 records (GIL released)
+        ds = names.interleave(
+            lambda f: TFRecordDataset(f).batch(BATCH // k).map(_slow_parse),
+            cycle_length=k,
+            num_parallel_calls=calls,
+        )
+        rate = _rate(lambda ds=ds: run(ds), n, runs)
+        print(f"4 files, 2 ms wait/256, num_parallel_calls={calls!s:<4} {rate:>10,.0f} records/s")
+
+
+def _slow_parse(records):
+    time.sleep(0.002)  # stands for network storage latency
+    return parse_example(records, SPEC)
 
 
 if __name__ == "__main__":

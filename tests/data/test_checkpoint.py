@@ -34,6 +34,16 @@ PIPELINES = {
         )
         .batch(2)
     ),
+    "parallel interleave": lambda: (
+        Dataset.range(0, 7)
+        .interleave(
+            lambda x: Dataset.range(10 * x, 10 * x + x % 4).shuffle(3, seed=1),
+            cycle_length=3,
+            block_length=2,
+            num_parallel_calls=2,
+        )
+        .batch(2)
+    ),
     "map/filter/prefetch": lambda: (
         Dataset.range(40)
         .map(lambda x: x * 3, num_parallel_calls=3)
@@ -81,11 +91,15 @@ def test_restore_interleave_of_file_sources(tmp_path):
         def _compute_spec(self):
             return TensorSpec((), np.bytes_)
 
-    make = lambda: Dataset.list_files(str(tmp_path / "*.txt"), seed=5).interleave(  # noqa: E731
-        lambda f: Lines(f), cycle_length=2, block_length=1
-    )
-    full = assert_equal_output_after_checkpoint(make)
-    assert len(full) == 2 + 3 + 4 + 5
+    for calls in (None, 2):
+
+        def make(calls=calls):
+            return Dataset.list_files(str(tmp_path / "*.txt"), seed=5).interleave(
+                lambda f: Lines(f), cycle_length=2, block_length=1, num_parallel_calls=calls
+            )
+
+        full = assert_equal_output_after_checkpoint(make)
+        assert len(full) == 2 + 3 + 4 + 5
     flat = Lines([str(tmp_path / f"f{i}.txt") for i in range(4)])
     assert_equal_output_after_checkpoint(lambda: flat)
 

@@ -320,10 +320,16 @@ class Dataset:
     ) -> Dataset:
         """Map each element to a dataset and interleave ``block_length`` elements of
         ``cycle_length`` of them at a time, as tf.data.
+
+        With ``num_parallel_calls`` (an int >= 1 or ``AUTOTUNE``), each open inner
+        dataset is read ahead by its own thread (at most ``cycle_length``); the order
+        is the same as without it, also with ``deterministic=False``.
         """
         from ._interleave import InterleaveDataset
 
-        return InterleaveDataset(self, map_func, cycle_length, block_length)
+        return InterleaveDataset(
+            self, map_func, cycle_length, block_length, num_parallel_calls, deterministic
+        )
 
     def enumerate(self, start: int = 0) -> Dataset:
         """Pair each element with its int64 index: ``(i, element)``."""

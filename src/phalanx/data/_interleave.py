@@ -5,10 +5,9 @@ by ``map_func``; the iterator takes ``block_length`` consecutive elements from
 the dataset in the current slot of the cycle, then moves to the next slot.
 An exhausted dataset frees its slot and the cycle moves on; an empty slot is
 filled with the next input element when the cycle reaches it. This is
-TensorFlow's ``InterleaveDatasetOp`` order, which the deterministic parallel
-version also keeps; phalanx reads the datasets in the consumer thread
-(``num_parallel_calls`` is accepted and ignored: put ``prefetch`` in the
-inner datasets or after the interleave for read-ahead).
+TensorFlow's ``InterleaveDatasetOp`` order. Without ``num_parallel_calls``
+the inner datasets are read in the consumer thread; with it, each one runs
+ahead in its own reader thread, in the same order (``_parallel_interleave.py``).
 
 The state saves, for every open slot, the input's state before its element
 was read and the inner iterator's state: a restore re-reads that one input
@@ -33,12 +32,26 @@ class InterleaveDataset(Dataset):
 
     _input_attrs = ("_input",)
 
-    def __init__(self, input_dataset: Dataset, map_func, cycle_length, block_length):
+    def __init__(
+        self,
+        input_dataset: Dataset,
+        map_func,
+        cycle_length,
+        block_length,
+        num_parallel_calls=None,
+        deterministic=None,
+    ):
         if cycle_length is None or cycle_length == AUTOTUNE:
             cycle_length = os.cpu_count() or 1
         self._input, self._fn = input_dataset, map_func
         self._cycle = check_positive("cycle_length", cycle_length, "interleave")
         self._block = check_positive("block_length", block_length, "interleave")
+        self._parallel = _check_parallel(num_parallel_calls)
+        if deterministic not in (None, True, False):
+            raise DatasetArgumentError(
+                f"interleave: deterministic must be None, True or False, got {deterministic!r}. "
+                "Leave it None (the order of the sequential interleave)."
+            )
 
     def _inner(self, element: Any, ctx: IterCtx, index: int) -> DatasetIterator:
         ds = st.call_unpacked(self._fn, element)
@@ -50,7 +63,11 @@ class InterleaveDataset(Dataset):
         return ds._iterator(ctx.child(index))
 
     def _iterator(self, ctx):
-        return _InterleaveIterator(self, ctx)
+        if self._parallel:
+            from ._parallel_interleave import ParallelInterleaveIterator
+
+            return ParallelInterleaveIterator(self, ctx)
+        return InterleaveIterator(self, ctx)
 
     def _cardinality(self) -> int:
         return UNKNOWN_CARDINALITY
@@ -66,7 +83,19 @@ class InterleaveDataset(Dataset):
         return st.call_unpacked(self._fn, x).element_spec
 
 
-class _InterleaveIterator(DatasetIterator):
+def _check_parallel(num_parallel_calls: Any) -> bool:
+    """True when ``num_parallel_calls`` asks for reader threads (an int >= 1 or AUTOTUNE)."""
+    if num_parallel_calls is None:
+        return False
+    if num_parallel_calls == AUTOTUNE:
+        return True
+    check_positive("num_parallel_calls", num_parallel_calls, "interleave")
+    return True
+
+
+class InterleaveIterator(DatasetIterator):
+    """The cycle over the open inner iterators; reads them in the consumer thread (internal)."""
+
     def __init__(self, ds: InterleaveDataset, ctx: IterCtx):
         self.ds, self.ctx = ds, ctx
         self.input = ds._input._iterator(ctx)
@@ -97,16 +126,27 @@ class _InterleaveIterator(DatasetIterator):
             if self.end:
                 self._advance()
                 continue
-            snap = _safe_state(self.input)
-            try:
-                element = next(self.input)
-            except StopIteration:
+            slot = self._open_next()
+            if slot is None:
                 self.end = True
                 continue
-            it = self.ds._inner(element, self.ctx, self.opened)
-            self.slots[self.cycle] = {"it": it, "input_state": snap, "index": self.opened}
+            self.slots[self.cycle] = slot
             self.opened += 1
         raise StopIteration
+
+    def _open_next(self) -> dict | None:
+        """The slot of the next input element; None at the end of the input."""
+        snap = _safe_state(self.input)
+        try:
+            element = next(self.input)
+        except StopIteration:
+            return None
+        it = self.ds._inner(element, self.ctx, self.opened)
+        return {"it": it, "input_state": snap, "index": self.opened}
+
+    def _wrap(self, it: DatasetIterator) -> Any:
+        """The iterator a slot reads (here ``it`` itself; a reader thread in the parallel one)."""
+        return it
 
     def children(self):
         return [self.input] + [s["it"] for s in self.slots if s is not None]
@@ -148,4 +188,4 @@ class _InterleaveIterator(DatasetIterator):
         reader.close()
         it = self.ds._inner(element, self.ctx, int(s["index"]))
         it.set_state(s["inner"])
-        return {"it": it, "input_state": s["input_state"], "index": int(s["index"])}
+        return {"it": self._wrap(it), "input_state": s["input_state"], "index": int(s["index"])}

@@ -106,6 +106,11 @@ class _PrefetchIterator(DatasetIterator):
         self.done = False
         self._finalizer = None
 
+    def start(self) -> None:
+        """Start reading ahead now, before the first ``__next__`` (which otherwise starts it)."""
+        if self.thread is None and not self.done:
+            self._start()
+
     def _start(self) -> None:
         self.q: queue.Queue = queue.Queue(maxsize=self.size)
         self.stop = threading.Event()

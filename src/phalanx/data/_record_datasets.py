@@ -15,7 +15,8 @@ restored iterator seeks straight to the record instead of re-reading the file.
 
 With ``num_parallel_reads`` or a ``Dataset`` of file names, the constructor
 returns ``names.interleave(one-file dataset, cycle_length=num_parallel_reads,
-block_length=1)``, as tf.data does: records come from the files in turn.
+block_length=1, num_parallel_calls=num_parallel_reads)``, as tf.data does:
+records come from the files in turn, each open file read by its own thread.
 """
 
 from __future__ import annotations
@@ -60,8 +61,14 @@ def _split_parallel(cls, filenames: Any, num_parallel_reads: Any, make_one) -> D
         names = ListFilesDataset(filenames)
         if len(names.filenames) <= 1:
             return None
-    cycle = 1 if num_parallel_reads is None else num_parallel_reads
-    return names.interleave(make_one, cycle_length=cycle, block_length=1)
+    if num_parallel_reads is None:
+        return names.interleave(make_one, cycle_length=1, block_length=1)
+    return names.interleave(
+        make_one,
+        cycle_length=num_parallel_reads,
+        block_length=1,
+        num_parallel_calls=num_parallel_reads,
+    )
 
 
 class _RecordFileDataset(FileSourceDataset):
@@ -156,8 +163,9 @@ class TFRecordDataset(_RecordFileDataset):
             (e.g. ``Dataset.list_files(...)``).
         compression_type: ``None`` or ``""``, ``"ZLIB"`` or ``"GZIP"``.
         buffer_size: bytes to read at a time (phalanx reads at least 4 MiB).
-        num_parallel_reads: read this many files at a time, one record from
-            each in turn (tf.data's order); None reads them one after another.
+        num_parallel_reads: read this many files at a time, each by its own
+            thread, one record from each in turn (tf.data's order); None reads
+            them one after another in the consumer thread.
         skip_corrupt: skip records whose CRC does not match (and a truncated
             tail), logging them, instead of raising ``DataLossError``.
         name: accepted for TensorFlow compatibility.
@@ -232,7 +240,8 @@ class TextLineDataset(_RecordFileDataset):
         filenames: a file name, a list of them, or a ``Dataset`` of names.
         compression_type: ``None`` or ``""``, ``"ZLIB"`` or ``"GZIP"``.
         buffer_size: bytes to read at a time.
-        num_parallel_reads: files to read at a time, one line from each in turn.
+        num_parallel_reads: files to read at a time (a thread each), one line
+            from each in turn.
         name: accepted for TensorFlow compatibility.
 
     Example:
@@ -287,7 +296,8 @@ class FixedLengthRecordDataset(_RecordFileDataset):
         footer_bytes: bytes to ignore at the end of each file.
         buffer_size: bytes to read at a time.
         compression_type: ``None`` or ``""``, ``"ZLIB"`` or ``"GZIP"``.
-        num_parallel_reads: files to read at a time, one record from each in turn.
+        num_parallel_reads: files to read at a time (a thread each), one record
+            from each in turn.
         name: accepted for TensorFlow compatibility.
 
     Raises:
