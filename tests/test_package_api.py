@@ -23,8 +23,7 @@ MODULES = list(_public_modules())
 def test_public_names_have_docstrings(module):
     assert module.__doc__, f"{module.__name__} has no module docstring"
     names = getattr(module, "__all__", None)
-    if names is None:
-        pytest.skip(f"{module.__name__} defines no __all__")
+    assert names is not None, f"{module.__name__} defines no __all__ (STYLE.md: list public names)"
     missing = []
     for name in names:
         obj = getattr(module, name)

@@ -130,3 +130,10 @@ class ClusterMismatchError(InitializationError):
 
 class BackendAlreadyStartedError(InitializationError):
     """``initialize()`` came after JAX started its backends in this process."""
+
+
+__all__ = sorted(
+    name
+    for name, value in list(globals().items())
+    if isinstance(value, type) and issubclass(value, Exception) and not name.startswith("_")
+)

@@ -16,10 +16,6 @@ def test_python_blocks_run(index, monkeypatch, capsys):
     for name in ("PHALANX_COORDINATOR_ADDRESS", "PHALANX_NUM_PROCESSES", "PHALANX_PROCESS_ID", "TF_CONFIG", "SLURM_PROCID", "JOB_COMPLETION_INDEX"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
     block = BLOCKS[index]
-    if "MultiWorkerMirroredStrategy" in block and not hasattr(
-        phalanx, "MultiWorkerMirroredStrategy"
-    ):
-        pytest.skip("MultiWorkerMirroredStrategy is not built yet")
     exec(compile(block, f"many_machines.md[block {index}]", "exec"), {"__name__": "__doc__"})
     capsys.readouterr()
 

@@ -58,5 +58,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+__all__ = ["build_parser", "main"]

@@ -33,3 +33,6 @@ def load_data(test_fraction: float = 0.2, seed: int = 0) -> tuple[Split, Split]:
     cut = len(x) - round(len(x) * test_fraction)
     train, test = order[:cut], order[cut:]
     return (x[train], y[train]), (x[test], y[test])
+
+
+__all__ = ["load_data"]

@@ -126,3 +126,6 @@ def _download(target: Path) -> None:
         ) from e
     finally:
         Path(tmp).unlink(missing_ok=True)
+
+
+__all__ = ["DATA_DIR_ENV", "default_dir", "load_data"]

@@ -330,10 +330,14 @@ class IterableAdapter:
             y = y if has_y else np.zeros(size, np.float32)
             row = (x, y, sw.reshape(size), np.ones(size, np.float32))
             buffers = self._buffers_for(row)[self._turn]
-            for buf, a in zip(jax.tree.leaves(buffers), jax.tree.leaves(row), strict=True):
+            leaves = list(zip(jax.tree.leaves(buffers), jax.tree.leaves(row), strict=True))
+            for n, (buf, a) in enumerate(leaves):
                 buf[i, :size] = a
                 if size < self.batch_size:
-                    buf[i, size:] = 0
+                    # Padding repeats a real example for x and y (a loss may not be finite
+                    # on zeros, and NaN leaks through gradients of masked rows); the
+                    # sample weight and mask (the last two leaves) are zero there.
+                    buf[i, size:] = 0 if n >= len(leaves) - 2 else a[:1]
         put = self._placer.local_put if self.process_local else self._placer.stacked_put
         placed = put(self._buffers[self._turn])
         self._turn = (self._turn + 1) % _BUFFER_SETS

@@ -26,27 +26,58 @@ def pipelined(
     *,
     phase: str,
     should_stop: Callable[[], bool] | None = None,
+    ahead: bool = True,
 ) -> Iterator[tuple[Any, Any]]:
     """Yields ``(execution, fetch(execution, dispatch(execution)))`` in order.
 
     ``dispatch`` starts an execution's program and returns its device results;
-    ``fetch`` brings them to the host. Execution ``k`` is fetched after
-    ``k + 1`` is dispatched. When ``should_stop()`` turns true (a callback set
-    ``model.stop_training``), no more executions start; the last dispatched one
-    is still fetched.
+    ``fetch`` brings them to the host. With ``ahead``, execution ``k`` is
+    fetched after ``k + 1`` is dispatched; without, right after its own
+    dispatch (when a callback may stop training or read the weights after a
+    batch, as Keras does: then nothing runs past that batch). When
+    ``should_stop()`` turns true, no more executions start; the last
+    dispatched one is still fetched.
     """
     pending = None
     with _watched(phase) as beat:
         for ex in executions:
+            if should_stop is not None and should_stop():
+                break
             beat(ex.first_step)
             result = dispatch(ex)
             if pending is not None:
                 yield pending[0], fetch(*pending)
             pending = (ex, result)
-            if should_stop is not None and should_stop():
-                break
+            if not ahead:
+                yield pending[0], fetch(*pending)
+                pending = None
         if pending is not None:
             yield pending[0], fetch(*pending)
+
+
+def may_act_per_batch(cbs, kind: str) -> bool:
+    """Whether a user callback overrides a batch-end hook (it may stop or read the model).
+
+    The built-in ``History`` and ``ProgbarLogger`` only record; anything else that
+    defines ``on_train_batch_end`` (``on_test_batch_end`` in evaluation) makes the
+    loop synchronous, so that nothing runs past the batch it acted on.
+    """
+    if cbs is None:
+        return False
+    from ..callbacks import Callback, History, ProgbarLogger
+
+    hook = "on_train_batch_end" if kind == "train" else "on_test_batch_end"
+    base = getattr(Callback, hook)
+
+    def overrides(cb) -> bool:
+        fn = getattr(cb, hook, base)  # an instance attribute too (LambdaCallback)
+        return getattr(fn, "__func__", fn) is not base
+
+    return any(
+        overrides(cb)
+        for cb in getattr(cbs, "callbacks", ())
+        if not isinstance(cb, History | ProgbarLogger)
+    )
 
 
 @contextlib.contextmanager

@@ -383,6 +383,8 @@ class Model:
             nonlocal state
             begin(ex.first_step)
             state, dev_logs = program(state, adapter.data, ex.xs, ex.steps)
+            if kind == "train":  # the donated input is gone: the model's state is the new one
+                self._state = state
             return dev_logs
 
         def stop() -> bool:
@@ -390,11 +392,14 @@ class Model:
 
         logs: dict = {}
         for ex, logs in _loop.pipelined(
-            executions, dispatch, self._fetch_logs, phase=kind, should_stop=stop
+            executions,
+            dispatch,
+            self._fetch_logs,
+            phase=kind,
+            should_stop=stop,
+            ahead=not _loop.may_act_per_batch(cbs, kind),
         ):
             end(ex.first_step + ex.steps - 1, logs)
-        if kind == "train":
-            self._state = state
         return logs
 
     def _prepared(self, adapter, epoch: int):

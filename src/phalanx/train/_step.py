@@ -173,7 +173,8 @@ def _accumulate(config: StepConfig, state: TrainState, y, y_pred, weight, mask, 
     incs = tuple(m.update(m.init(), y, y_pred, sample_weight=weight) for m in config.metrics)
     loss_inc = jnp.zeros(2, jnp.float32)
     if per_example is not None:
-        loss_inc = jnp.stack([jnp.sum(per_example * weight), jnp.sum(mask)]).astype(jnp.float32)
+        weighted = jnp.where(weight > 0, per_example * weight, 0.0)
+        loss_inc = jnp.stack([jnp.sum(weighted), jnp.sum(mask)]).astype(jnp.float32)
     loss_inc, incs = jax.lax.psum((loss_inc, incs), AXIS)
     return state.loss + loss_inc, jax.tree.map(jnp.add, state.metrics, incs)
 

@@ -1,0 +1,85 @@
+"""fit with callbacks that act during an epoch, and streamed input with partial batches."""
+
+import numpy as np
+import pytest
+
+import phalanx
+from phalanx import layers
+
+
+def _model(spe=1):
+    model = phalanx.Sequential(
+        [layers.Input(shape=(3,)), layers.Dense(4, activation="relu"), layers.Dense(1)]
+    )
+    model.compile(optimizer="sgd", loss="mse", steps_per_execution=spe)
+    return model
+
+
+def _data(n=40):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(n, 3)).astype(np.float32)
+    return x, x.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("spe", [1, 2])
+def test_weights_can_be_read_and_saved_during_an_epoch(tmp_path, spe):
+    x, y = _data()
+    model = _model(spe)
+    seen = []
+    cb = phalanx.callbacks.LambdaCallback(
+        on_train_batch_end=lambda batch, logs: seen.append(model.get_weights()[0].copy())
+    )
+    ckpt = phalanx.callbacks.ModelCheckpoint(str(tmp_path / "w-{epoch}-{batch}.npz"), save_freq=2)
+    model.fit(x, y, batch_size=8, epochs=2, verbose=0, callbacks=[cb, ckpt])
+    assert len(seen) == 2 * -(-5 // spe)  # epochs x executions per epoch
+    assert not np.allclose(seen[0], seen[-1])
+    assert list(tmp_path.glob("w-*.npz"))
+    model.get_weights()  # still usable after fit
+
+
+def test_stop_training_at_a_batch_stops_right_there():
+    x, y = _data()
+    model = _model()
+    batches = []
+
+    def stop(batch, logs):
+        batches.append(batch)
+        model.stop_training = True
+
+    model.fit(
+        x,
+        y,
+        batch_size=8,
+        epochs=3,
+        verbose=0,
+        callbacks=[phalanx.callbacks.LambdaCallback(on_train_batch_end=stop)],
+    )
+    assert batches == [0]
+    assert int(model._state.step) == 1
+
+
+def test_streamed_partial_batch_never_reaches_the_loss():
+    import jax.numpy as jnp
+
+    x = np.linspace(1, 2, 30, dtype=np.float32).reshape(10, 3)
+    y = x.sum(axis=1, keepdims=True) + 1.0  # never 0; padding must not make it 0
+
+    def mape(y_true, y_pred):
+        return jnp.mean(jnp.abs(y_true - y_pred) / y_true, axis=-1)
+
+    results = []
+    for data in (
+        dict(x=x, y=y, batch_size=4),
+        dict(x=phalanx.data.Dataset.from_tensor_slices((x, y)).batch(4)),
+    ):
+        model = phalanx.Sequential([layers.Input(shape=(3,)), layers.Dense(1)])
+        model.build()
+        model.set_weights([np.full((3, 1), 0.1, np.float32), np.zeros(1, np.float32)])
+        model.compile(optimizer="sgd", loss=mape)
+        history = model.fit(epochs=2, verbose=0, shuffle=False, **data)
+        results.append((history.history["loss"], model.get_weights()))
+    (loss_a, w_a), (loss_b, w_b) = results
+    assert np.all(np.isfinite(loss_b))
+    np.testing.assert_allclose(loss_a, loss_b, rtol=1e-5)
+    for a, b in zip(w_a, w_b, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
