@@ -4,8 +4,8 @@ import json
 
 import numpy as np
 import pytest
+from data_support import assert_equal_output_after_checkpoint, elements
 
-from conftest import assert_equal_output_after_checkpoint, elements
 from phalanx.data import Dataset, TensorSpec
 from phalanx.errors import IteratorStateError, NotCheckpointableError
 

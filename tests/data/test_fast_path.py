@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
+from data_support import elements, same_elements
 
-from conftest import elements, same_elements
 from phalanx.data import Dataset, TensorSpec
 from phalanx.data._iterator import RandomAccess
 

@@ -7,8 +7,8 @@ import time
 
 import numpy as np
 import pytest
+from data_support import elements
 
-from conftest import elements
 from phalanx.data import Dataset, TensorSpec
 
 

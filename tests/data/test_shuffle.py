@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
+from data_support import elements
 
-from conftest import elements
 from phalanx.data import Dataset, TensorSpec
 from phalanx.data._shuffle import shuffle_order
 

@@ -4,8 +4,8 @@ import itertools
 
 import numpy as np
 import pytest
+from data_support import elements
 
-from conftest import elements
 from phalanx.data import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, TensorSpec
 from phalanx.errors import ComponentLengthError, GeneratorSignatureError, StructureMismatchError
 

@@ -4,8 +4,8 @@ import itertools
 
 import numpy as np
 import pytest
+from data_support import elements
 
-from conftest import elements
 from phalanx.data import Dataset, Options, TensorSpec
 from phalanx.errors import (
     BatchShapeError,

@@ -1,4 +1,4 @@
-"""Helpers for the data tests: element comparison and the checkpoint-at-every-step check."""
+"""Helpers of the data tests (a plain module: a conftest.py of this name would shadow others)."""
 
 from __future__ import annotations
 
