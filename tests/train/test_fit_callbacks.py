@@ -83,3 +83,24 @@ def test_streamed_partial_batch_never_reaches_the_loss():
     np.testing.assert_allclose(loss_a, loss_b, rtol=1e-5)
     for a, b in zip(w_a, w_b, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_dataset_epoch_order_depends_on_the_epoch_not_on_history():
+    from phalanx.train import _adapter
+
+    ds = phalanx.data.Dataset.range(12).shuffle(12, seed=3).batch(4)
+    third_pass = [b.tolist() for b in ds._iter_epoch(2)]
+    strategy = phalanx.OneDeviceStrategy()
+    fresh = _adapter.IterableAdapter(ds, steps_per_execution=1, strategy=strategy)
+    # A resumed run's first epoch is epoch 2: it must see the third pass's order.
+    got = [np.asarray(b).tolist() for b in fresh._epoch_iterator(2)]
+    assert got == third_pass
+    assert got != [b.tolist() for b in ds._iter_epoch(0)]
+
+
+def test_partial_batch_policies_are_refused_with_several_processes(monkeypatch):
+    strategy = phalanx.MirroredStrategy()
+    monkeypatch.setattr(strategy, "_num_processes", 2)
+    ds = phalanx.data.Dataset.range(10).batch(4)
+    with pytest.raises(ValueError, match="not supported with 2 processes.*drop_remainder=True"):
+        strategy.experimental_distribute_dataset(ds, phalanx.InputOptions(partial_batch="drop"))

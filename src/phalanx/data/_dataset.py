@@ -107,9 +107,25 @@ class Dataset:
     def __iter__(self) -> Iterator:
         n = self.__dict__.get("_iterations", 0)
         self._iterations = n + 1
+        return self._iter_epoch(n)
+
+    def _iter_epoch(self, iteration: int) -> Iterator:
+        """An iterator for pass ``iteration`` (its reshuffles are that pass's), whatever ran before.
+
+        ``fit`` uses it so that epoch ``k`` sees the same order in a resumed run as
+        in an uninterrupted one.
+        """
         if "_root_seed_value" not in self.__dict__:
             self._root_seed_value = new_root_seed()
-        return Iterator(self, iteration=n, root_seed=self._root_seed_value)
+        return Iterator(self, iteration=iteration, root_seed=self._root_seed_value)
+
+    def _set_root_seed(self, seed: int) -> None:
+        """Fixes the seed of this pipeline's unseeded random operations (``shuffle`` ...).
+
+        The distribute layer gives every process the same one, so that processes
+        that each take rows of the same global order (DATA sharding) agree on it.
+        """
+        self._root_seed_value = int(seed)
 
     def as_numpy_iterator(self) -> Iterator:
         """An iterator of numpy elements (elements are numpy already; same as ``iter``)."""

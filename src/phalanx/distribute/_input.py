@@ -391,7 +391,17 @@ def distribute_dataset(
     if processes > 1:
         from ..data import auto_shard
 
+        if options.partial_batch != "error":
+            raise ValueError(
+                f"InputOptions(partial_batch={options.partial_batch!r}) is not supported with "
+                f"{processes} processes: a partial global batch can split unevenly over the "
+                "processes, which would then take different numbers of steps. Batch the "
+                "dataset with drop_remainder=True (or use distribute_datasets_from_function)."
+            )
         local, _, reason = auto_shard(dataset, processes, strategy._process_id)
+        if hasattr(local, "_set_root_seed"):
+            # Processes taking rows of one global order must agree on its unseeded shuffles.
+            local._set_root_seed(_shared_seed())
         log.info(
             "phalanx: process %d of %d reads its share of the input, auto-shard policy %s",
             strategy._process_id,
@@ -399,6 +409,16 @@ def distribute_dataset(
             reason,  # starts with the policy used: FILE, DATA or OFF
         )
     return DistributedDataset(strategy, local, options, per_process_batch=per_process)
+
+
+def _shared_seed() -> int:
+    """A random seed that every process agrees on (process 0's, broadcast)."""
+    from jax.experimental import multihost_utils
+
+    from ..data._iterator import new_root_seed
+
+    mine = np.asarray(new_root_seed() % (2**31 - 1), np.int32)
+    return int(multihost_utils.broadcast_one_to_all(mine))
 
 
 def distribute_datasets_from_function(

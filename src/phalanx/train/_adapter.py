@@ -264,18 +264,20 @@ class IterableAdapter:
         self._buffers = None
         self._turn = 0
 
-    def _epoch_iterator(self) -> Iterator:
+    def _epoch_iterator(self, epoch: int) -> Iterator:
         # Keras: a fresh pass per epoch, unless steps_per_epoch was given (then one
-        # iterator continues across epochs) or the input is itself an iterator.
+        # iterator continues across epochs) or the input is itself an iterator. A
+        # phalanx Dataset's pass is chosen by the epoch number, so that a resumed run
+        # (initial_epoch=k) reshuffles as the uninterrupted one did.
         fresh = self._steps_given is None and not hasattr(self._iterable, "__next__")
         if self._iterator is None or fresh:
-            self._iterator = iter(self._iterable)
+            by_epoch = getattr(self._iterable, "_iter_epoch", None)
+            self._iterator = by_epoch(epoch) if by_epoch is not None else iter(self._iterable)
         return self._iterator
 
     def executions(self, epoch: int = 0) -> Iterator[Execution]:
         """The epoch's executions, in order, prepared one ahead in a background thread."""
-        del epoch
-        return background(self._generate(self._epoch_iterator()), size=1)
+        return background(self._generate(self._epoch_iterator(epoch)), size=1)
 
     def _generate(self, it: Iterator) -> Iterator[Execution]:
         limit = self.steps_per_epoch

@@ -50,6 +50,10 @@ def main(out_dir: str, records_dir: str) -> None:
 
     from_function = strategy.distribute_datasets_from_function(dataset_fn)
     data = with_policy(Dataset.range(EXAMPLES).batch(GLOBAL_BATCH), AutoShardPolicy.DATA)
+    # An unseeded shuffle: the processes must still agree on the one global order.
+    unseeded = with_policy(
+        Dataset.range(EXAMPLES).shuffle(EXAMPLES).batch(GLOBAL_BATCH), AutoShardPolicy.DATA
+    )
     files = sorted(str(p) for p in Path(records_dir).glob("*.tfrecord"))
     records = (
         TFRecordDataset(files)
@@ -60,6 +64,7 @@ def main(out_dir: str, records_dir: str) -> None:
         "from_function_epoch0": fed(from_function),
         "from_function_epoch1": fed(from_function),
         "data_policy": fed(strategy.experimental_distribute_dataset(data)),
+        "data_unseeded_shuffle": fed(strategy.experimental_distribute_dataset(unseeded)),
         "file_policy": fed(
             strategy.experimental_distribute_dataset(with_policy(records, AutoShardPolicy.FILE))
         ),
