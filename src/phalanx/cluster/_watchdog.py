@@ -157,11 +157,13 @@ class Watchdog:
             last = self._last
             if last is None:
                 continue
+            # The deadline first: publishing talks to the coordinator, which may be the
+            # very thing that hangs (and the write is bounded too, in _publish).
+            if last.deadline is not None and time.time() - last.time > last.deadline:
+                self._fire(last)
             if last is not self._published:
                 _publish(last)
                 self._published = last
-            if last.deadline is not None and time.time() - last.time > last.deadline:
-                self._fire(last)
 
     def _fire(self, last: Report) -> None:  # pragma: no cover - exercised in a subprocess test
         now = time.time()
@@ -235,8 +237,11 @@ def _publish(report: Report) -> None:
             os.replace(tmp, os.path.join(run_dir, f"{report.process}.json"))
     client = _kv_client()
     if client is not None:
-        with contextlib.suppress(Exception):
-            client.key_value_set(f"{_KEY_PREFIX}{report.process}", data, allow_overwrite=True)
+        _bounded(
+            lambda: client.key_value_set(
+                f"{_KEY_PREFIX}{report.process}", data, allow_overwrite=True
+            )
+        )
 
 
 def _read_reports() -> dict[int, Report]:
@@ -268,15 +273,20 @@ def _kv_values() -> list[str]:
     if client is None:
         return []
     out: list[str] = []
-
-    def read():
-        with contextlib.suppress(Exception):
-            out.extend(value for _, value in client.key_value_dir_get(_KEY_PREFIX))
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    reader.join(_KV_WAIT_S)
+    _bounded(lambda: out.extend(value for _, value in client.key_value_dir_get(_KEY_PREFIX)))
     return list(out)
+
+
+def _bounded(call) -> None:
+    """Runs ``call`` in a helper thread for at most ``_KV_WAIT_S`` (errors ignored)."""
+
+    def run():
+        with contextlib.suppress(Exception):
+            call()
+
+    helper = threading.Thread(target=run, daemon=True)
+    helper.start()
+    helper.join(_KV_WAIT_S)
 
 
 def _run_dir() -> str | None:
