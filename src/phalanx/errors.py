@@ -20,6 +20,22 @@ class DeviceNotFoundError(PhalanxError, ValueError):
 class BatchNotDivisibleError(PhalanxError, ValueError):
     """A global batch does not divide evenly over the replicas."""
 
+    @classmethod
+    def of(cls, batch: int, replicas: int, *, what: str = "global batch", hint: str = ""):
+        """The error for a ``batch`` that does not split over ``replicas``, with the nearest sizes.
+
+        Example:
+          >>> print(BatchNotDivisibleError.of(10, 8))
+          A global batch of 10 does not split evenly over the 8 replicas. The nearest valid sizes are 8 and 16 (a per-replica batch times 8).
+        """
+        lower = max(replicas, batch // replicas * replicas)
+        upper = (batch // replicas + 1) * replicas
+        message = (
+            f"A {what} of {batch} does not split evenly over the {replicas} replicas. The "
+            f"nearest valid sizes are {lower} and {upper} (a per-replica batch times {replicas})."
+        )
+        return cls(f"{message} {hint}".strip())
+
 
 class ScopeError(PhalanxError, RuntimeError):
     """A strategy scope was entered where it cannot be (another strategy's scope, or inside run)."""

@@ -15,7 +15,9 @@ from phalanx.errors import (
 
 
 def test_batch_not_divisible_by_replicas(mirrored8):
-    with pytest.raises(BatchNotDivisibleError, match=r"8 replicas.*batch of 10.*multiple of 8"):
+    with pytest.raises(
+        BatchNotDivisibleError, match=r"global batch of 10 .* 8 replicas.* 8 and 16"
+    ):
         mirrored8.shard_batch(np.ones((10, 3)))
 
 

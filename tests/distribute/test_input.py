@@ -86,7 +86,7 @@ def test_distribute_datasets_from_function(mirrored8):
 
 def test_input_context_batch_size_errors():
     assert InputContext(1, 0, 4).get_per_replica_batch_size(32) == 8
-    with pytest.raises(BatchNotDivisibleError, match=r"\(30\).*\(4\).*28 and 32"):
+    with pytest.raises(BatchNotDivisibleError, match=r"batch size of 30 .* 4 replicas.*28 and 32"):
         InputContext(1, 0, 4).get_per_replica_batch_size(30)
 
 

@@ -260,7 +260,7 @@ def test_errors(data):
     with pytest.raises(RuntimeError, match=r"must call compile\(\) before fit"):
         model.fit(x, y)
     m8 = _model(phalanx.MirroredStrategy())
-    with pytest.raises(BatchNotDivisibleError, match=r"8 replicas; got 30.*24 and 32"):
+    with pytest.raises(BatchNotDivisibleError, match=r"batch_size of 30 .* 8 replicas.*24 and 32"):
         m8.fit(x, y, batch_size=30, verbose=0)
     with pytest.raises(ValueError, match="steps_per_execution must be >= 1"):
         m8.compile(optimizer="adam", loss="mse", steps_per_execution=0)

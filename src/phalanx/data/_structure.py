@@ -206,17 +206,6 @@ def spec_of(element: Any) -> Any:
     return map_structure(TensorSpec.from_value, element)
 
 
-def relax_leading(spec: Any) -> Any:
-    """``spec`` with the leading dimension of every component made ``None``."""
-
-    def relax(s: TensorSpec) -> TensorSpec:
-        if not s.shape:
-            return s
-        return TensorSpec((None, *s.shape[1:]), s.dtype, s.name)
-
-    return map_structure(relax, spec)
-
-
 def call_unpacked(fn: Callable[..., Any], element: Any) -> Any:
     """Call ``fn`` as tf.data does: a tuple element is unpacked into positional arguments."""
     if isinstance(element, tuple) and not _is_namedtuple(element):

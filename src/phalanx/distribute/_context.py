@@ -19,7 +19,7 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ReplicaContextError, ScopeError
+from ..errors import ScopeError
 
 if TYPE_CHECKING:
     from ._replica_context import ReplicaContext
@@ -125,15 +125,3 @@ def get_replica_context() -> ReplicaContext | None:
     if top is None:
         return _default_strategy()._default_replica_context()
     return top.replica_context
-
-
-def require_replica_context(what: str) -> ReplicaContext:
-    """Returns the current replica context, or raises naming ``what`` needed it."""
-    ctx = get_replica_context()
-    if ctx is None:
-        raise ReplicaContextError(
-            f"{what} must be called in replica context (inside the function given to "
-            "strategy.run), but was called in cross-replica context (inside scope(), outside "
-            "run). Move the call into the function that strategy.run runs."
-        )
-    return ctx

@@ -129,11 +129,7 @@ class InputContext:
         """
         n = self.num_replicas_in_sync
         if global_batch_size % n:
-            raise BatchNotDivisibleError(
-                f"The global batch size ({global_batch_size}) must be divisible by "
-                f"num_replicas_in_sync ({n}). The nearest valid sizes are "
-                f"{max(n, global_batch_size // n * n)} and {(global_batch_size // n + 1) * n}."
-            )
+            raise BatchNotDivisibleError.of(global_batch_size, n, what="global batch size")
         return global_batch_size // n
 
 
@@ -361,12 +357,8 @@ def _check_divisible(strategy: Strategy, per_process: int) -> None:
     local = strategy._local_replicas
     if per_process % local:
         global_batch = per_process * strategy._num_processes
-        n = strategy.num_replicas_in_sync
-        raise BatchNotDivisibleError(
-            f"A global batch of {global_batch} does not split evenly over the {n} replicas "
-            f"of {strategy!r}. The nearest valid global batch sizes are "
-            f"{max(n, global_batch // n * n)} and {(global_batch // n + 1) * n}: batch the "
-            "dataset with one of them."
+        raise BatchNotDivisibleError.of(
+            global_batch, strategy.num_replicas_in_sync, hint="Batch the dataset with one of them."
         )
 
 

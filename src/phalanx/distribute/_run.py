@@ -65,7 +65,8 @@ class _Leaf:
     axis: int = 0  # for BATCH: the axis split over the replicas
 
 
-def _is_varying(x: jax.Array, axis: str) -> bool:
+def is_varying(x: jax.Array, axis: str) -> bool:
+    """Whether ``x`` (traced inside shard_map) differs over the mesh axis ``axis``."""
     aval = jax.typeof(x)
     mat = getattr(aval, "manual_axis_type", None)
     varying = getattr(mat, "varying", None)
@@ -176,7 +177,7 @@ class _Program:
 
         def record(*dynamic):
             out = self._call_fn(*dynamic)
-            recorded.extend(_is_varying(v, axis) for v in out)
+            recorded.extend(is_varying(v, axis) for v in out)
             return [v[None] for v in out]
 
         mapped = jax.shard_map(

@@ -175,14 +175,14 @@ class Strategy:
 
         def shard(x):
             x = x if isinstance(x, jax.Array) else np.asarray(x)
-            if x.ndim == 0 or x.shape[0] % n:
-                got = "a scalar" if x.ndim == 0 else f"a batch of {x.shape[0]}"
+            if x.ndim == 0:
                 raise BatchNotDivisibleError(
-                    f"A global batch must split evenly over the {n} replicas of {self!r}; "
-                    f"got {got} (shape {tuple(x.shape)}). Use a global batch size that is a "
-                    f"multiple of {n} (e.g. {max(n, (x.shape[0] // n) * n if x.ndim else n)} "
-                    "or per-replica batch x num_replicas_in_sync), or batch the dataset with "
-                    "drop_remainder=True."
+                    f"shard_batch splits arrays on their leading (batch) axis; got a scalar. "
+                    f"Pass arrays of shape [global_batch, ...] for the {n} replicas of {self!r}."
+                )
+            if x.shape[0] % n:
+                raise BatchNotDivisibleError.of(
+                    x.shape[0], n, hint="Or batch the dataset with drop_remainder=True."
                 )
             if isinstance(x, jax.Array) and self._batch_axis(x) == 0:
                 return x

@@ -78,13 +78,7 @@ class Execution(NamedTuple):
 def check_global_batch(batch_size: int, num_replicas: int, what: str = "batch_size") -> None:
     """Raises ``BatchNotDivisibleError`` unless ``batch_size`` splits over the replicas."""
     if batch_size % num_replicas:
-        lower = max(num_replicas, batch_size // num_replicas * num_replicas)
-        upper = (batch_size // num_replicas + 1) * num_replicas
-        raise BatchNotDivisibleError(
-            f"The global {what} must split evenly over the {num_replicas} replicas; got "
-            f"{batch_size}. The nearest valid sizes are {lower} and {upper} (a per-replica "
-            f"batch times {num_replicas})."
-        )
+        raise BatchNotDivisibleError.of(batch_size, num_replicas, what=f"global {what}")
 
 
 def _leading(tree) -> int:

@@ -40,6 +40,8 @@ import numpy as np
 import optax
 from jax.sharding import PartitionSpec as P
 
+from ..distribute._run import is_varying
+
 AXIS = "replica"
 
 
@@ -128,14 +130,6 @@ def _call(config: StepConfig, graphdef, params, rest, x, *, training: bool, key=
     return y_pred, logits, new_rest
 
 
-def _is_varying(x) -> bool:
-    mat = getattr(jax.typeof(x), "manual_axis_type", None)
-    varying = getattr(mat, "varying", None)
-    if varying is None:
-        varying = getattr(jax.typeof(x), "vma", frozenset())
-    return AXIS in varying
-
-
 def _per_replica_rest(rest):
     """Gives each replica its own RNG stream: fold the replica id into every RNG key."""
     replica = jax.lax.axis_index(AXIS)
@@ -159,7 +153,7 @@ def _sync_rest(old_rest, new_rest):
     def sync(old, new):
         if isinstance(new, jax.Array) and jax.dtypes.issubdtype(new.dtype, jax.dtypes.prng_key):
             return old
-        if _is_varying(new):
+        if is_varying(new, AXIS):
             if jnp.issubdtype(new.dtype, jnp.floating):
                 return jax.lax.pmean(new, AXIS)
             return jax.lax.pmax(new, AXIS)
