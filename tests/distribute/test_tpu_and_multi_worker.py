@@ -44,3 +44,16 @@ def test_multi_worker_without_cluster_is_one_process():
 def test_communication_options_validated():
     with pytest.raises(ValueError, match="timeout_seconds"):
         CommunicationOptions(timeout_seconds=-1)
+
+
+def test_communication_timeout_is_the_watchdog_deadline():
+    from phalanx.cluster import watchdog
+
+    before = watchdog.timeout
+    try:
+        phalanx.MultiWorkerMirroredStrategy(
+            communication_options=CommunicationOptions(timeout_seconds=42.0)
+        )
+        assert watchdog.timeout == 42.0
+    finally:
+        watchdog.configure(timeout=before)

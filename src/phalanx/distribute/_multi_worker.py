@@ -33,9 +33,11 @@ class CommunicationOptions:
 
     Attributes:
       bytes_per_pack: accepted for TensorFlow compatibility; XLA packs collectives itself.
-      timeout_seconds: the deadline for processes to connect at start-up, in
-        seconds (None: ``phalanx.cluster.initialize``'s default). A step that
-        stalls longer is reported by the watchdog when one runs.
+      timeout_seconds: TensorFlow's deadline for a collective, in seconds. Here it
+        bounds the processes' connection at start-up (``phalanx.cluster.initialize``)
+        and is the watchdog's deadline for an execution of ``fit``/``evaluate``/
+        ``predict`` (XLA's collectives take no deadline of their own). None keeps
+        the defaults (60 s to connect; ``PHALANX_WATCHDOG_TIMEOUT`` or 120 s).
       implementation: accepted for compatibility; XLA chooses the collectives.
     """
 
@@ -82,6 +84,10 @@ class MultiWorkerMirroredStrategy(Strategy):
         if self.communication_options.timeout_seconds is not None:
             kwargs["initialization_timeout"] = self.communication_options.timeout_seconds
         self.cluster_resolver = initialize(cluster_resolver, **kwargs)
+        if self.communication_options.timeout_seconds is not None:
+            from ..cluster import watchdog
+
+            watchdog.configure(timeout=self.communication_options.timeout_seconds)
         super().__init__(jax.devices())
 
     def __repr__(self) -> str:
