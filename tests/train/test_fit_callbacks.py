@@ -104,3 +104,16 @@ def test_partial_batch_policies_are_refused_with_several_processes(monkeypatch):
     ds = phalanx.data.Dataset.range(10).batch(4)
     with pytest.raises(ValueError, match="not supported with 2 processes.*drop_remainder=True"):
         strategy.experimental_distribute_dataset(ds, phalanx.InputOptions(partial_batch="drop"))
+
+
+def test_only_callbacks_that_may_act_make_the_loop_synchronous(tmp_path):
+    from phalanx.callbacks import CallbackList, LambdaCallback, ModelCheckpoint, TensorBoard
+    from phalanx.train import _loop
+
+    recording = CallbackList([TensorBoard(str(tmp_path))], add_history=True, add_progbar=True)
+    assert not _loop.may_act_per_batch(recording, "train")
+    for acting in (
+        LambdaCallback(on_train_batch_end=lambda batch, logs: None),
+        ModelCheckpoint(str(tmp_path / "w.npz"), save_freq=3),
+    ):
+        assert _loop.may_act_per_batch(CallbackList([acting]), "train")

@@ -29,6 +29,9 @@ class History(Callback):
         ([0.5, 0.25], [0, 1])
     """
 
+    # Its batch hooks only record the logs they are given: fit may run ahead of it.
+    batch_hooks_read_only_logs = True
+
     def __init__(self) -> None:
         super().__init__()
         self.history: dict[str, list[Any]] = {}

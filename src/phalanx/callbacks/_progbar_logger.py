@@ -52,6 +52,9 @@ class ProgbarLogger(Callback):
         4/4 ━━━━━━━━━━━━━━━━━━━━ 0s 0s/step - loss: 0.5000 - val_loss: 0.6250
     """
 
+    # Its batch hooks only record the logs they are given: fit may run ahead of it.
+    batch_hooks_read_only_logs = True
+
     def __init__(
         self,
         *,

@@ -77,6 +77,9 @@ class TensorBoard(Callback):
         >>> board = TensorBoard(log_dir=tempfile.mkdtemp(), update_freq=100)
     """
 
+    # Its batch hooks only record the logs they are given: fit may run ahead of it.
+    batch_hooks_read_only_logs = True
+
     def __init__(
         self,
         log_dir: str | os.PathLike[str] = "logs",

@@ -58,13 +58,15 @@ def pipelined(
 def may_act_per_batch(cbs, kind: str) -> bool:
     """Whether a user callback overrides a batch-end hook (it may stop or read the model).
 
-    The built-in ``History`` and ``ProgbarLogger`` only record; anything else that
-    defines ``on_train_batch_end`` (``on_test_batch_end`` in evaluation) makes the
-    loop synchronous, so that nothing runs past the batch it acted on.
+    Callbacks whose batch hooks only record the logs they are given say so with
+    ``batch_hooks_read_only_logs = True`` (``History``, ``ProgbarLogger``,
+    ``TensorBoard``); anything else that defines ``on_train_batch_end``
+    (``on_test_batch_end`` in evaluation) makes the loop synchronous, so that
+    nothing runs past the batch it acted on.
     """
     if cbs is None:
         return False
-    from ..callbacks import Callback, History, ProgbarLogger
+    from ..callbacks import Callback
 
     hook = "on_train_batch_end" if kind == "train" else "on_test_batch_end"
     base = getattr(Callback, hook)
@@ -76,7 +78,7 @@ def may_act_per_batch(cbs, kind: str) -> bool:
     return any(
         overrides(cb)
         for cb in getattr(cbs, "callbacks", ())
-        if not isinstance(cb, History | ProgbarLogger)
+        if not getattr(cb, "batch_hooks_read_only_logs", False)
     )
 
 
