@@ -118,6 +118,9 @@ def _forward(config: StepConfig, graphdef, params, rest, x, *, training: bool, k
 
 
 def _call(config: StepConfig, graphdef, params, rest, x, *, training: bool, key=None):
+    # Fresh Variable objects at this trace level: nnx refuses to mutate (batch statistics)
+    # a Variable made outside the jax.grad that traces this call.
+    params, rest = jax.tree.map(lambda a: a, (params, rest))
     module = nnx.merge(graphdef, params, rest)
     kwargs = {"training": training} if config.takes_training else {}
     if config.takes_rngs and key is not None:
