@@ -49,6 +49,10 @@ class RunCompilationError(PhalanxError, TypeError):
     """The function given to ``strategy.run`` could not be traced and compiled."""
 
 
+class DataUnavailableError(PhalanxError, ConnectionError):
+    """A data set is neither on disk nor downloadable (offline); the message says where to put it."""
+
+
 class DistributedValueError(PhalanxError, ValueError):
     """A value given to ``reduce``/``gather`` is not of the kind or shape expected."""
 

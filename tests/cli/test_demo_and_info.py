@@ -74,3 +74,28 @@ def test_info_shows_the_resolved_cluster_without_connecting(capsys, monkeypatch)
     monkeypatch.setenv("PHALANX_CLUSTER", "none")
     assert phalanx.cli.main(["info", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["cluster"].startswith("none")
+
+
+def test_demo_mnist_offline_says_what_to_do(tmp_path, monkeypatch, capsys):
+    from phalanx.datasets import mnist
+
+    def offline(*args, **kwargs):
+        raise OSError("network is unreachable")
+
+    monkeypatch.setattr(mnist.urllib.request, "urlopen", offline)
+    code = phalanx.cli.main(
+        [
+            "demo",
+            "--dataset",
+            "mnist",
+            "--data-dir",
+            str(tmp_path),
+            "--verbose",
+            "0",
+            "--logdir",
+            "",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "offline" in err and "digits" in err and "Traceback" not in err

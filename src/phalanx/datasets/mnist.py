@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import DataUnavailableError
 from ._idx import read_idx
 
 URL = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/mnist.npz"
@@ -58,8 +59,8 @@ def load_data(
 
     Raises:
       FileNotFoundError: no data found and download is off.
-      ConnectionError: the download failed (offline); the message says where to
-        put the files.
+      DataUnavailableError: the download failed (offline); the message says where
+        to put the files (a ``ConnectionError``).
       ValueError: a downloaded or given file is damaged (checksum or format).
     """
     path = Path(path) if path is not None else default_dir()
@@ -120,7 +121,7 @@ def _download(target: Path) -> None:
             )
         os.replace(tmp, target)
     except (urllib.error.URLError, OSError, TimeoutError) as e:
-        raise ConnectionError(
+        raise DataUnavailableError(
             f"Could not download MNIST from {URL} ({e}). This machine may be offline. "
             + _missing_message(target.parent)
         ) from e
