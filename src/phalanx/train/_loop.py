@@ -11,10 +11,14 @@ bound too (``_adapter.IterableAdapter`` reuses host buffers).
 from __future__ import annotations
 
 import contextlib
+import itertools
+import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import jax
+
+log = logging.getLogger("phalanx")
 
 FIRST_EXECUTION_FACTOR = 5  # the watchdog's deadline for a loop's first (compiling) execution
 
@@ -80,6 +84,38 @@ def may_act_per_batch(cbs, kind: str) -> bool:
         for cb in getattr(cbs, "callbacks", ())
         if not getattr(cb, "batch_hooks_read_only_logs", False)
     )
+
+
+def in_step(executions: Iterable, phase: str) -> Iterator:
+    """The executions, stopped where the first process runs out (several processes).
+
+    Per-process inputs (a distributed dataset's shares) may yield different
+    numbers of batches; a process that ran a step the others never start would
+    wait forever in its collectives. Before each execution the processes agree
+    (``cluster._agree``, no device collective) that all have one; when some do
+    not, every process stops there, and the log says who had more.
+    """
+    from ..cluster import _agree, watchdog
+
+    series = _agree.new_round()
+    it = iter(executions)
+    for k in itertools.count():
+        ex = next(it, None)
+        have = _agree.all_have(f"{series}/{k}", ex is not None, timeout_s=watchdog.timeout)
+        if not all(have):
+            if any(have):
+                more = [p for p, h in enumerate(have) if h]
+                log.warning(
+                    "phalanx: %s: processes %s had more batches than the others; all stop "
+                    "after %d executions so that they stay in step. Give every process "
+                    "the same number of batches (e.g. batch with drop_remainder=True, files "
+                    "of equal length).",
+                    phase,
+                    more,
+                    k,
+                )
+            return
+        yield ex
 
 
 @contextlib.contextmanager

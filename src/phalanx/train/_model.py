@@ -422,7 +422,10 @@ class Model:
                 shape = jax.tree.leaves(first.xs[0])[0].shape[2:]
             self.build(shape)
         self._init_state()
-        return itertools.chain([first], executions)
+        executions = itertools.chain([first], executions)
+        if getattr(adapter, "process_local", False) and jax.process_count() > 1:
+            executions = _loop.in_step(executions, "input")
+        return executions
 
     def _fetch_logs(self, ex, dev_logs) -> dict:
         del ex
