@@ -297,24 +297,12 @@ def _bounded(call) -> None:
             _helpers.discard(threading.current_thread())
 
     helper = threading.Thread(target=run, daemon=True)
-    _register_at_exit()
     _helpers.add(helper)
     helper.start()
     helper.join(_KV_WAIT_S)
 
 
-def _register_at_exit() -> None:
-    # Registered on first use, after jax.distributed.initialize: exit handlers run last
-    # registered first, so the helpers finish before JAX shuts its client down.
-    global _registered
-    if not _registered:
-        _registered = True
-        atexit.register(_join_helpers)
-
-
-_registered = False
-
-
+@atexit.register
 def _join_helpers() -> None:
     deadline = time.monotonic() + _KV_WAIT_S
     for helper in list(_helpers):

@@ -59,18 +59,7 @@ _live: set = set()
 _EXIT_JOIN_S = 2.0
 
 
-def _register_at_exit() -> None:
-    # On first use (after any jax.distributed.initialize): exit handlers run last
-    # registered first, so producers stop before JAX shuts its runtime down.
-    global _registered
-    if not _registered:
-        _registered = True
-        atexit.register(_stop_producers)
-
-
-_registered = False
-
-
+@atexit.register
 def _stop_producers() -> None:
     deadline = time.monotonic() + _EXIT_JOIN_S
     for _thread, stop, q in list(_live):
@@ -151,7 +140,6 @@ class _PrefetchIterator(DatasetIterator):
             daemon=True,
         )
         self._finalizer = weakref.finalize(self, _shutdown, self.stop, self.q)
-        _register_at_exit()
         _live.add((self.thread, self.stop, self.q))
         self.thread.start()
 
