@@ -24,7 +24,6 @@ would look like a stuck step.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import json
 import os
@@ -278,35 +277,16 @@ def _kv_values() -> list[str]:
     return list(out)
 
 
-_helpers: set[threading.Thread] = set()
-
-
 def _bounded(call) -> None:
-    """Runs ``call`` in a helper thread for at most ``_KV_WAIT_S`` (errors ignored).
-
-    Helpers still inside the key-value client when the interpreter exits would
-    die unwinding through C++ (an abort: "FATAL: exception not rethrown"), so
-    ``_join_helpers`` gives them up to ``_KV_WAIT_S`` to return first, at exit.
-    """
+    """Runs ``call`` in a helper thread for at most ``_KV_WAIT_S`` (errors ignored)."""
 
     def run():
-        try:
-            with contextlib.suppress(Exception):
-                call()
-        finally:
-            _helpers.discard(threading.current_thread())
+        with contextlib.suppress(Exception):
+            call()
 
     helper = threading.Thread(target=run, daemon=True)
-    _helpers.add(helper)
     helper.start()
     helper.join(_KV_WAIT_S)
-
-
-@atexit.register
-def _join_helpers() -> None:
-    deadline = time.monotonic() + _KV_WAIT_S
-    for helper in list(_helpers):
-        helper.join(max(0.0, deadline - time.monotonic()))
 
 
 def _run_dir() -> str | None:

@@ -10,10 +10,8 @@ queued element carries that snapshot, so read-ahead is never saved.
 
 from __future__ import annotations
 
-import atexit
 import queue
 import threading
-import time
 import weakref
 from typing import Any
 
@@ -52,22 +50,6 @@ class PrefetchDataset(Dataset):
         return self._input.element_spec
 
 
-# Producer threads still running when the interpreter exits: told to stop, and given a
-# moment to leave whatever native call they are in (a thread that dies inside one, e.g. a
-# device copy, can abort the process while it unwinds).
-_live: set = set()
-_EXIT_JOIN_S = 2.0
-
-
-@atexit.register
-def _stop_producers() -> None:
-    deadline = time.monotonic() + _EXIT_JOIN_S
-    for _thread, stop, q in list(_live):
-        _shutdown(stop, q)
-    for thread, _, _ in list(_live):
-        thread.join(max(0.0, deadline - time.monotonic()))
-
-
 def _close(it: Any) -> None:
     closer = getattr(it, "close", None)
     if closer is not None:
@@ -99,7 +81,6 @@ def _produce(child: DatasetIterator, q: queue.Queue, stop: threading.Event) -> N
     finally:
         if stop.is_set():
             _close(child)
-        _live.discard((threading.current_thread(), stop, q))
 
 
 def _shutdown(stop: threading.Event, q: queue.Queue) -> None:
@@ -140,7 +121,6 @@ class _PrefetchIterator(DatasetIterator):
             daemon=True,
         )
         self._finalizer = weakref.finalize(self, _shutdown, self.stop, self.q)
-        _live.add((self.thread, self.stop, self.q))
         self.thread.start()
 
     def __next__(self):
