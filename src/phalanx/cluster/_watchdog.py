@@ -237,11 +237,8 @@ def _publish(report: Report) -> None:
             os.replace(tmp, os.path.join(run_dir, f"{report.process}.json"))
     client = _kv_client()
     if client is not None:
-        _bounded(
-            lambda: client.key_value_set(
-                f"{_KEY_PREFIX}{report.process}", data, allow_overwrite=True
-            )
-        )
+        with contextlib.suppress(Exception):
+            client.key_value_set(f"{_KEY_PREFIX}{report.process}", data, allow_overwrite=True)
 
 
 def _read_reports() -> dict[int, Report]:
