@@ -75,6 +75,7 @@ class Watchdog:
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
         self._timeout: float | None = None  # set by configure()
+        self._publishing = threading.Lock()  # one publish at a time (thread or stop())
         self._enabled: bool | None = None  # set by configure(); None: decide from the run
         self._last: Report | None = None
         self._published: Report | None = None
@@ -129,11 +130,23 @@ class Watchdog:
             self._start()
 
     def stop(self) -> None:
-        """Stops watching until the next beat (call it when the loop ends)."""
+        """Stops watching until the next beat (call it when the loop ends).
+
+        The final report is published here, in the caller's thread, after any
+        publish in flight: a program that exits right after its last loop must
+        not leave the watchdog thread inside the key-value client (a thread that
+        dies inside a native call at interpreter exit aborts the process).
+        """
         last = self._last
         if last is not None:
-            self._last = Report(last.process, last.step, last.phase, time.time(), None)
-            self._wake.set()
+            stopped = Report(last.process, last.step, last.phase, time.time(), None)
+            self._last = stopped
+            if self._publishing.acquire(timeout=_KV_WAIT_S):
+                try:
+                    _bounded(lambda: _publish(stopped))
+                    self._published = stopped
+                finally:
+                    self._publishing.release()
 
     def reports(self) -> dict[int, Report]:
         """Returns the other processes' last reports that can be read now."""
@@ -161,9 +174,13 @@ class Watchdog:
             # very thing that hangs (and the write is bounded too, in _publish).
             if last.deadline is not None and time.time() - last.time > last.deadline:
                 self._fire(last)
-            if last is not self._published:
-                _publish(last)
-                self._published = last
+            if last is not self._published and self._publishing.acquire(blocking=False):
+                try:
+                    if self._last is last:  # stop() may have published a newer one meanwhile
+                        _publish(last)
+                        self._published = last
+                finally:
+                    self._publishing.release()
 
     def _fire(self, last: Report) -> None:  # pragma: no cover - exercised in a subprocess test
         now = time.time()
