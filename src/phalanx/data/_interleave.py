@@ -23,7 +23,7 @@ from ..errors import DatasetArgumentError
 from . import _structure as st
 from ._dataset import Dataset, check_positive
 from ._iterator import DatasetIterator, IterCtx
-from ._map import _safe_state, _unwrap_state
+from ._map import _EMPTY, _safe_state, _unwrap_state, first_element
 from ._options import AUTOTUNE, UNKNOWN_CARDINALITY
 
 
@@ -73,13 +73,9 @@ class InterleaveDataset(Dataset):
         return UNKNOWN_CARDINALITY
 
     def _compute_spec(self):
-        it = self._input._iterator(IterCtx(0, (0,)))
-        try:
-            x = next(it)
-        except StopIteration:
+        x = first_element(self._input)
+        if x is _EMPTY:
             return None
-        finally:
-            it.close()
         return st.call_unpacked(self._fn, x).element_spec
 
 

@@ -20,6 +20,23 @@ from ._dataset import Dataset
 from ._iterator import DatasetIterator, IndexIterator, IterCtx, RandomAccess
 from ._options import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Options
 
+_EMPTY = object()
+
+
+def first_element(dataset: Any) -> Any:
+    """The first element of ``dataset`` (a throwaway pass), or ``_EMPTY``.
+
+    How ``map`` and ``interleave`` learn their output spec: by running their
+    function on it, where TensorFlow traces the function.
+    """
+    it = dataset._iterator(IterCtx(0, (0,)))
+    try:
+        return next(it)
+    except StopIteration:
+        return _EMPTY
+    finally:
+        it.close()
+
 
 def _safe_state(it: Any) -> Any:
     """``it.get_state()``; the error to raise when someone asks for it; None without one."""
@@ -103,13 +120,9 @@ class MapDataset(Dataset):
         return self._input._cardinality()
 
     def _compute_spec(self):
-        it = self._input._iterator(IterCtx(0, (0,)))
-        try:
-            x = next(it)
-        except StopIteration:
+        x = first_element(self._input)
+        if x is _EMPTY:
             return None
-        finally:
-            it.close()
         y = _Mapper(self._fn)(x)
         spec = st.spec_of(y)
         in_spec = st.flatten(self._input.element_spec)
