@@ -21,13 +21,3 @@ assert jax.device_count() == 8, f"conftest wanted 8 CPU devices, JAX sees {jax.d
 def devices():
     """The 8 simulated CPU devices."""
     return jax.devices()
-
-
-@pytest.fixture
-def _fail_missing_testdata():
-    from tests_support import ALLOW_MISSING, TFRECORD_VECTORS
-
-    pytest.fail(
-        f"The shared test data is not at {TFRECORD_VECTORS}: clone phalanx beside ../shared "
-        f"(as CI does), set PHALANX_SHARED=/path/to/shared, or {ALLOW_MISSING}=1 to skip."
-    )

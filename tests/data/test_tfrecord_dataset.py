@@ -25,9 +25,6 @@ from phalanx.data import (
 )
 from phalanx.errors import CorruptRecordError
 from tests_support import TFRECORD_VECTORS as VECTORS
-from tests_support import needs_shared_testdata
-
-needs_vectors = needs_shared_testdata(VECTORS)
 
 
 def _files(tmp_path, n_files=3, per_file=(4, 2, 5), compression=None):
@@ -145,7 +142,6 @@ def test_corrupt_records_raise_or_are_skipped(tmp_path, caplog):
     assert "skipped 1 damaged records" in caplog.text
 
 
-@needs_vectors
 def test_tensorflow_vectors_through_datasets():
     manifest = json.loads((VECTORS / "manifest.json").read_text())
     for v in manifest["vectors"]:
