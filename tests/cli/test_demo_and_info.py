@@ -58,7 +58,8 @@ def test_info_json(capsys):
     assert facts["platform"] == "cpu"
     assert facts["global_device_count"] == 8
     assert facts["process_count"] == 1
-    assert facts["strategy"].startswith("DefaultStrategy")
+    assert facts["strategy"] == "MirroredStrategy"  # as `phalanx demo` would choose
+    assert facts["num_replicas_in_sync"] == 8
 
 
 def test_info_shows_the_resolved_cluster_without_connecting(capsys, monkeypatch):

@@ -14,15 +14,15 @@ import time
 
 import numpy as np
 
+from ._strategy import NAMES, choose_strategy
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Adds ``demo`` to the ``phalanx`` command."""
     p = sub.add_parser("demo", help="train the seeds' model on real handwritten digits")
     p.add_argument("--dataset", choices=("digits", "mnist"), default="digits")
     p.add_argument("--data-dir", default=None, help="where MNIST's files are (or go)")
-    p.add_argument(
-        "--strategy", choices=("auto", "one_device", "mirrored", "multi_worker"), default="auto"
-    )
+    p.add_argument("--strategy", choices=NAMES, default="auto")
     p.add_argument(
         "--devices",
         dest="demo_devices",
@@ -37,23 +37,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--logdir", default="logs/demo", help="TensorBoard logs ('' for none)")
     p.add_argument("--verbose", type=int, default=None, help="0 silent, 1 bar, 2 a line per epoch")
     p.set_defaults(handler=run)
-
-
-def _strategy(name: str):
-    import jax
-
-    import phalanx
-
-    if name == "auto":
-        if phalanx.cluster.resolve() is not None:
-            name = "multi_worker"
-        else:
-            name = "mirrored" if jax.local_device_count() > 1 else "one_device"
-    return {
-        "one_device": phalanx.OneDeviceStrategy,
-        "mirrored": phalanx.MirroredStrategy,
-        "multi_worker": phalanx.MultiWorkerMirroredStrategy,
-    }[name]()
 
 
 def _load(args):
@@ -94,10 +77,14 @@ def run(args: argparse.Namespace) -> int:
         phalanx.cluster.set_cpu_device_count(args.demo_devices)
     started = time.perf_counter()
     (x, y), (xt, yt) = _load(args)
-    strategy = _strategy(args.strategy)
+    choice = choose_strategy(args.strategy)
+    strategy = choice.build()
     verbose = args.verbose if args.verbose is not None else 1
-    if verbose:
-        print(f"phalanx demo: {args.dataset} ({len(x)} train, {len(xt)} test) on {strategy!r}")
+    replicas = strategy.num_replicas_in_sync
+    print(
+        f"phalanx demo: {args.dataset} ({len(x)} train, {len(xt)} test) on "
+        f"{choice.class_name} ({replicas} replica{'s' if replicas > 1 else ''}; {choice.reason})"
+    )
     with strategy.scope():
         model = phalanx.Sequential(
             [

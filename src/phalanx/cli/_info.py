@@ -1,5 +1,9 @@
 """``phalanx info``: what JAX sees here, the cluster this process belongs to, the strategy.
 
+The strategy is the one ``phalanx demo`` would train with (``cli/_strategy.py``
+chooses for both); with a cluster, its replica count assumes every process has
+as many devices as this one.
+
 The cluster is what ``phalanx.cluster.resolve()`` finds in the environment
 (``PHALANX_*``, ``TF_CONFIG``, Slurm, Kubernetes, a TPU VM), described
 without connecting to anything: ``info`` never initializes ``jax.distributed``.
@@ -9,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 import jax
 
@@ -20,13 +25,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run)
 
 
-def collect() -> dict:
-    """Returns the facts ``phalanx info`` prints, as a dict."""
+def collect() -> tuple[dict, str | None]:
+    """Returns the facts ``phalanx info`` prints, and the cluster error (None when valid)."""
     import phalanx
 
-    strategy = phalanx.get_strategy()
+    from ..errors import ClusterConfigError
+    from ._strategy import choose_strategy
+
     local = jax.local_devices()
-    return {
+    facts = {
         "phalanx": phalanx.__version__,
         "jax": jax.__version__,
         "platform": jax.default_backend(),
@@ -35,32 +42,44 @@ def collect() -> dict:
         "local_devices": [str(d) for d in local],
         "global_device_count": jax.device_count(),
         "device_kind": local[0].device_kind if local else None,
-        "cluster": describe_cluster(),
-        "strategy": repr(strategy),
-        "num_replicas_in_sync": strategy.num_replicas_in_sync,
     }
-
-
-def describe_cluster() -> str:
-    """One line: the resolved cluster, ``none (...)``, or why the environment is invalid."""
-    from ..cluster import resolve
-    from ..errors import ClusterConfigError
-
     try:
-        resolver = resolve()
-    except (ClusterConfigError, ValueError) as e:
-        return f"invalid: {str(e).splitlines()[0]}"
-    if resolver is None:
-        return "none (one process on the local devices)"
-    return resolver.describe()
+        choice = choose_strategy("auto")
+    except ClusterConfigError as e:
+        message = str(e).splitlines()[0]
+        facts.update(cluster=f"invalid: {message}", strategy=None, num_replicas_in_sync=None)
+        return facts, message
+    facts.update(
+        cluster=choice.cluster.describe() if choice.cluster else _NO_CLUSTER,
+        strategy=choice.class_name,
+        strategy_reason=choice.reason,
+        num_replicas_in_sync=choice.num_replicas_in_sync,
+    )
+    return facts, None
+
+
+_NO_CLUSTER = "none (one process on the local devices)"
 
 
 def run(args: argparse.Namespace) -> int:
-    """Prints the report."""
-    facts = collect()
+    """Prints the report; exits 2 when the environment describes an invalid cluster."""
+    facts, error = collect()
     if args.json:
         print(json.dumps(facts))
-        return 0
+    else:
+        _print_table(facts)
+    if error is not None:
+        print(
+            f"phalanx info: invalid cluster configuration: {error}\n"
+            "Fix the variable named, unset it, or set PHALANX_CLUSTER=none to run as one "
+            "process on the local devices.",
+            file=sys.stderr,
+        )
+        return 2
+    return 0
+
+
+def _print_table(facts: dict) -> None:
     width = max(map(len, facts))
     for key, value in facts.items():
         if isinstance(value, list):
@@ -68,4 +87,3 @@ def run(args: argparse.Namespace) -> int:
                 ", ".join(value) if len(value) <= 8 else f"{value[0]} .. {value[-1]} ({len(value)})"
             )
         print(f"{key:<{width}}  {value}")
-    return 0
