@@ -12,6 +12,9 @@ machine runs a job across machines.
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import shutil
 import sys
 
 from ..cluster._launcher import LaunchSpec, launch
@@ -98,6 +101,7 @@ def _spec(args: argparse.Namespace) -> LaunchSpec:
         command = command[1:]
     if not command:
         raise ValueError("nothing to run; usage: phalanx launch -n N -- script.py [args ...]")
+    program = command[0]
     if command[0].endswith(".py") or command[0] in ("-m", "-c"):
         command = [sys.executable, *command]
     if args.nprocs < 1 or args.nnodes < 1:
@@ -113,6 +117,8 @@ def _spec(args: argparse.Namespace) -> LaunchSpec:
         )
     if args.coordinator:
         split_address(args.coordinator)
+    _check_options(args)
+    _check_program(program)
     devices = args.devices_per_process if args.devices_per_process is not None else args.devices
     if devices is not None and devices < 1:
         raise ValueError(f"--devices-per-process must be >= 1, got {devices}.")
@@ -127,3 +133,43 @@ def _spec(args: argparse.Namespace) -> LaunchSpec:
         timeout=args.timeout,
         grace=args.grace,
     )
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    if args.port is not None and not 0 < args.port < 65536:
+        raise ValueError(
+            f"--port must be a TCP port in 1..65535, got {args.port}; leave it out to use a "
+            "free port."
+        )
+    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise ValueError(
+            f"--timeout must be a number of seconds > 0, got {args.timeout:g}; leave it out "
+            "for no bound."
+        )
+    if not (math.isfinite(args.grace) and args.grace >= 0):
+        raise ValueError(
+            f"--grace must be a number of seconds >= 0 (between SIGTERM and SIGKILL), got "
+            f"{args.grace:g}."
+        )
+
+
+def _check_program(program: str) -> None:
+    if program in ("-m", "-c"):
+        return
+    if program.endswith(".py"):
+        if not os.path.isfile(program):
+            raise ValueError(f"cannot run {program!r}: no such file.")
+        return
+    if os.sep in program:
+        if not os.path.isfile(program):
+            raise ValueError(f"cannot run {program!r}: no such file.")
+        if not os.access(program, os.X_OK):
+            raise ValueError(
+                f"cannot run {program!r}: it is not executable (chmod +x it, or run a .py "
+                "script, which phalanx launch runs with this Python)."
+            )
+    elif shutil.which(program) is None:
+        raise ValueError(
+            f"cannot run {program!r}: no such program on PATH. Give a script (train.py, run "
+            "with this Python), -m module, or the path of a program."
+        )

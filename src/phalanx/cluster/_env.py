@@ -8,6 +8,8 @@ Any launcher (a shell loop, a scheduler's job template) can set them too:
 ``PHALANX_PROCESS_ID``            this process's index, 0-based (required)
 ``PHALANX_LOCAL_DEVICE_IDS``      accelerator ids for this process, ``0,1`` (optional)
 ``PHALANX_CPU_DEVICES``           simulated CPU devices per process (optional)
+``PHALANX_JOB_SECRET``            the job's secret for the roll call (optional;
+                                  ``phalanx launch`` generates one per job)
 ================================  ============================================
 """
 
@@ -60,6 +62,7 @@ class EnvClusterResolver(ClusterResolver):
             env[COORDINATOR_ENV].strip(),
             env_int(NUM_PROCESSES_ENV, minimum=1, environ=env),
             env_int(PROCESS_ID_ENV, minimum=0, environ=env),
+            environ=env,
         )
         self._local_device_ids = _device_ids(env.get(LOCAL_DEVICE_IDS_ENV, ""))
         self._cpu_devices = env_int(CPU_DEVICES_ENV, minimum=1, environ=env)

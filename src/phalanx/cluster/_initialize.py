@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from ..errors import BackendAlreadyStartedError, ClusterMismatchError
 from ._cpu import cpu_device_count_from_env, set_cpu_device_count
-from ._rendezvous import attend_roll_call, host_roll_call
+from ._rendezvous import attend_roll_call, bind_host, host_roll_call, jax_bind_address
 from ._resolve import resolve
 from ._resolver import ClusterResolver, split_address
 
@@ -240,10 +240,14 @@ def _apply_cpu_devices(n: int | None) -> None:
 def _roll_call(resolver: ClusterResolver, timeout: float) -> None:
     host, port = split_address(resolver.coordinator_address)
     hint = resolver.missing_hint()
+    secret = resolver.job_secret
     if resolver.process_id == 0:
+        bind = bind_host(host)
+        unsigned = "" if secret else " (no PHALANX_JOB_SECRET: anyone who reaches it may join)"
         _say(
             f"process 0 of {resolver.num_processes}: waiting up to {timeout:.0f} s for the "
-            f"others at {resolver.coordinator_address}"
+            f"others at {resolver.coordinator_address}, listening on "
+            f"{jax_bind_address(bind, port)}{unsigned}"
         )
         host_roll_call(
             port,
@@ -251,15 +255,24 @@ def _roll_call(resolver: ClusterResolver, timeout: float) -> None:
             timeout=timeout,
             address=resolver.coordinator_address,
             hint=hint,
+            bind=bind,
+            secret=secret,
         )
     else:
         attend_roll_call(
-            host, port, resolver.num_processes, resolver.process_id, timeout=timeout, hint=hint
+            host,
+            port,
+            resolver.num_processes,
+            resolver.process_id,
+            timeout=timeout,
+            hint=hint,
+            secret=secret,
         )
 
 
 def _connect_jax(jax, resolver, timeout, heartbeat_timeout, shutdown_timeout) -> None:
     ids = resolver.local_device_ids
+    host, port = split_address(resolver.coordinator_address)
     try:
         jax.distributed.initialize(
             coordinator_address=resolver.coordinator_address,
@@ -267,6 +280,9 @@ def _connect_jax(jax, resolver, timeout, heartbeat_timeout, shutdown_timeout) ->
             process_id=resolver.process_id,
             local_device_ids=list(ids) if ids is not None else None,
             cluster_detection_method="deactivate",
+            # JAX's default listens on every interface ([::]); its key-value store has no
+            # authentication, so it listens where the roll call did: the coordinator's host.
+            coordinator_bind_address=jax_bind_address(bind_host(host), port),
             initialization_timeout=math.ceil(timeout),
             heartbeat_timeout_seconds=math.ceil(heartbeat_timeout),
             shutdown_timeout_seconds=math.ceil(shutdown_timeout),

@@ -13,6 +13,11 @@ copied line by line with a ``[i]`` prefix. The launcher watches them all:
 * Ctrl-C (SIGINT) and SIGTERM are forwarded to every process group; a
   second Ctrl-C kills at once;
 * on Linux each process gets SIGKILL if the launcher itself dies.
+
+Each job gets a secret (``PHALANX_JOB_SECRET``, 256 random bits unless the
+environment gives one): ``initialize()``'s roll call admits only processes
+that sign their hello with it. A job across machines needs the same secret on
+every launcher: export it before launching.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ from dataclasses import dataclass, field
 
 from ._cpu import CPU_DEVICES_ENV
 from ._env import COORDINATOR_ENV, NUM_PROCESSES_ENV, PROCESS_ID_ENV
+from ._rendezvous import new_job_secret
+from ._resolver import JOB_SECRET_ENV
 
 RUN_DIR_ENV = "PHALANX_RUN_DIR"
 LOCAL_PROCESS_ID_ENV = "PHALANX_LOCAL_PROCESS_ID"
@@ -146,6 +153,7 @@ class _Supervisor:
     def _start_all(self, run_dir: str) -> None:
         coordinator = self.spec.coordinator or f"127.0.0.1:{self.spec.port or free_port()}"
         total = self.spec.nnodes * self.spec.nprocs
+        secret = self._job_secret()
         for local in range(self.spec.nprocs):
             index = self.spec.node_rank * self.spec.nprocs + local
             env = dict(os.environ)
@@ -156,6 +164,7 @@ class _Supervisor:
                     PROCESS_ID_ENV: str(index),
                     LOCAL_PROCESS_ID_ENV: str(local),
                     RUN_DIR_ENV: run_dir,
+                    JOB_SECRET_ENV: secret,
                     "PYTHONUNBUFFERED": "1",
                 }
             )
@@ -175,6 +184,19 @@ class _Supervisor:
             child.reader = threading.Thread(target=self._copy_output, args=(child,), daemon=True)
             child.reader.start()
             threading.Thread(target=child.wait, args=(self.exits,), daemon=True).start()
+
+    def _job_secret(self) -> str:
+        """The job's roll-call secret: the environment's, else a fresh one (one machine)."""
+        given = os.environ.get(JOB_SECRET_ENV, "").strip()
+        if given or self.spec.nnodes == 1:
+            return given or new_job_secret()
+        self._say(
+            f"warning: --nnodes {self.spec.nnodes} without {JOB_SECRET_ENV}: the roll call is "
+            "not authenticated, so anyone who reaches the coordinator port can join or end "
+            f"the job. Export the same {JOB_SECRET_ENV} (say, `openssl rand -hex 32`) on every "
+            "machine before launching."
+        )
+        return ""
 
     def _supervise(self) -> int:
         deadline = None if self.spec.timeout is None else self.start + self.spec.timeout

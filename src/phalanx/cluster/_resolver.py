@@ -22,6 +22,7 @@ from ..errors import ClusterConfigError
 from ._spec import ClusterSpec
 
 DEFAULT_TASK_TYPE = "worker"
+JOB_SECRET_ENV = "PHALANX_JOB_SECRET"
 
 
 class ClusterResolver(abc.ABC):
@@ -39,8 +40,13 @@ class ClusterResolver(abc.ABC):
     rpc_layer: str | None = None
     _local_device_ids: tuple[int, ...] | None = None
     _cpu_devices: int | None = None
+    _job_secret: str | None = None
 
-    def _set_processes(self, coordinator_address: str, num_processes: int, process_id: int):
+    def _set_processes(
+        self, coordinator_address: str, num_processes: int, process_id: int, *, environ=None
+    ):
+        env = os.environ if environ is None else environ
+        self._job_secret = env.get(JOB_SECRET_ENV, "").strip() or None
         self._coordinator_address = check_address(coordinator_address, where=type(self).__name__)
         self._num_processes = _check_int("num_processes", num_processes, minimum=1)
         self._process_id = _check_int("process_id", process_id, minimum=0)
@@ -76,6 +82,15 @@ class ClusterResolver(abc.ABC):
     def cpu_devices(self) -> int | None:
         """Simulated CPU devices per process (``PHALANX_CPU_DEVICES``), or None."""
         return self._cpu_devices
+
+    @property
+    def job_secret(self) -> str | None:
+        """The job's secret (``PHALANX_JOB_SECRET`` when the resolver was built), or None.
+
+        The roll call of ``initialize()`` admits only processes that sign their
+        hello with it; ``phalanx launch`` generates one per job. Never printed.
+        """
+        return self._job_secret
 
     # TensorFlow's questions --------------------------------------------------
 
