@@ -57,3 +57,52 @@ def test_communication_timeout_is_the_watchdog_deadline():
         assert watchdog.timeout == 42.0
     finally:
         watchdog.configure(timeout=before)
+
+
+def test_device_tpu_names_a_simulated_core():
+    s = phalanx.TPUStrategy(experimental_simulate_on_cpu=True)
+    with phalanx.device("/TPU:0") as d:
+        x = jax.numpy.ones(3)
+    assert d == s.devices[0] and x.devices() == {s.devices[0]}
+    with phalanx.device("/device:TPU:7") as d:
+        pass
+    assert d == s.devices[7]
+
+
+SIMULATED_SCRIPT = """
+import jax, phalanx
+print("mirrored", phalanx.MirroredStrategy().num_replicas_in_sync)
+print("multi_worker", phalanx.MultiWorkerMirroredStrategy().num_replicas_in_sync)
+s = phalanx.TPUStrategy(experimental_simulate_on_cpu=True)
+print("tpu", s.num_replicas_in_sync)
+with phalanx.device("/TPU:0") as d:
+    print("device", d == s.devices[0])
+"""
+
+
+def test_phalanx_cpu_devices_gives_every_strategy_its_replicas(tmp_path):
+    """``PHALANX_CPU_DEVICES=8 python script.py``: the same 8 replicas for every strategy."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PHALANX_CPU_DEVICES": "8", "JAX_PLATFORMS": "cpu"}
+    env.pop("XLA_FLAGS", None)
+    out = subprocess.run(
+        [sys.executable, "-c", SIMULATED_SCRIPT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [
+        "mirrored",
+        "8",
+        "multi_worker",
+        "8",
+        "tpu",
+        "8",
+        "device",
+        "True",
+    ]

@@ -4,6 +4,10 @@ Accepted strings follow TensorFlow's device names, case-insensitive:
 ``"cpu:0"``, ``"GPU:1"``, ``"/gpu:1"``, ``"/device:TPU:0"``,
 ``"/job:worker/replica:0/task:1/device:GPU:0"``. The index counts the devices of
 that kind on one process (``task``, default this process), as TensorFlow does.
+
+Once a ``TPUStrategy(experimental_simulate_on_cpu=True)`` exists in a process
+without TPUs, TPU names (``"/TPU:0"``) name its simulated cores (CPU devices),
+so the seeds' ``with tf.device("/TPU:0")`` runs unchanged on a laptop.
 """
 
 from __future__ import annotations
@@ -32,10 +36,23 @@ def _describe_available() -> str:
     return f"this process (index {jax.process_index()}) has {listed}"
 
 
+# The cores of a TPUStrategy simulated on CPU devices (set by TPUStrategy; last one wins).
+_simulated_tpu: tuple[jax.Device, ...] = ()
+
+
+def simulate_tpu(devices: Sequence[jax.Device]) -> None:
+    """Makes TPU device names resolve to ``devices`` (a simulated ``TPUStrategy``'s)."""
+    global _simulated_tpu
+    _simulated_tpu = tuple(devices)
+
+
 def _platform_devices(kind: str, process: int) -> list[jax.Device]:
-    return [
+    found = [
         d for d in jax.devices() if d.platform in _PLATFORMS[kind] and d.process_index == process
     ]
+    if not found and kind == "tpu":
+        found = [d for d in _simulated_tpu if d.process_index == process]
+    return found
 
 
 def resolve_device(spec: DeviceSpec) -> jax.Device:

@@ -14,13 +14,20 @@ class MirroredStrategy(Strategy):
     Each device holds a replica of the model and takes a slice of the global
     batch; gradients are summed across replicas inside the compiled step.
 
+    Like ``MultiWorkerMirroredStrategy`` and ``TPUStrategy``, it honours
+    ``PHALANX_CPU_DEVICES=N`` (N simulated CPU devices, set before JAX starts its
+    backends), so one script runs unchanged on a laptop and on the real machine.
+
     Args:
       devices: the devices (``jax.Device`` s, local indices, or strings such as
         ``"/gpu:0"``); None for every local device.
 
     Raises:
       DeviceNotFoundError: a device matches nothing in this process.
-      ValueError: the list is empty or repeats a device.
+      ValueError: the list is empty or repeats a device, or ``PHALANX_CPU_DEVICES``
+        is not a positive integer.
+      RuntimeError: ``PHALANX_CPU_DEVICES`` is set but JAX already started with
+        another number of devices.
 
     Example:
       >>> import jax
@@ -29,4 +36,9 @@ class MirroredStrategy(Strategy):
     """
 
     def __init__(self, devices: Sequence[DeviceSpec] | None = None):
+        from ..cluster import cpu_device_count_from_env, set_cpu_device_count
+
+        simulated = cpu_device_count_from_env()
+        if simulated is not None:
+            set_cpu_device_count(simulated)
         super().__init__(resolve_devices(devices))

@@ -12,7 +12,8 @@ What differs from ``MultiWorkerMirroredStrategy`` is advice, not computation:
   1 (each execution costs a host round trip).
 
 Without TPU devices it raises, unless ``experimental_simulate_on_cpu=True``
-(tests on CPU devices, with the same warnings and defaults).
+(tests on CPU devices, with the same warnings and defaults; ``phalanx.device
+("/TPU:0")`` then names the first simulated core).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import logging
 import warnings
 
+from ._devices import simulate_tpu
 from ._multi_worker import MultiWorkerMirroredStrategy
 
 log = logging.getLogger("phalanx")
@@ -67,6 +69,8 @@ class TPUStrategy(MultiWorkerMirroredStrategy):
                 "MirroredStrategy/MultiWorkerMirroredStrategy here, or pass "
                 "experimental_simulate_on_cpu=True to test TPU code on CPU devices."
             )
+        if platform != "tpu":
+            simulate_tpu(self.devices)  # phalanx.device("/TPU:0") names a simulated core
         self.compute_dtype = compute_dtype
         self._batch_warned = False
         self.recommends_fused_steps = True
