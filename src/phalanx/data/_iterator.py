@@ -16,7 +16,6 @@ component, with no Python per element (see ``_fast_path.py``).
 
 from __future__ import annotations
 
-import contextlib
 import secrets
 from typing import Any, NamedTuple
 
@@ -299,8 +298,11 @@ class Iterator:
         self._node.close()
 
     def __del__(self) -> None:
-        with contextlib.suppress(Exception):
+        # No module globals here: at interpreter exit they may already be None.
+        try:  # noqa: SIM105 - contextlib may be None by then
             self._node.close()
+        except Exception:
+            pass
 
 
 def new_root_seed() -> int:

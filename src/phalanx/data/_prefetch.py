@@ -2,7 +2,9 @@
 
 The producer thread holds the input iterator, never the consumer object, so
 an abandoned iterator is garbage-collected; its finalizer stops the thread
-(which wakes at least every 0.1 s). An error in the producer is re-raised in
+(which wakes at least every 0.1 s). The thread is started by
+``phalanx._threads.start_thread``, which also stops it before the interpreter
+ends (an iterator left open must not leave a thread inside a device copy). An error in the producer is re-raised in
 the consumer at the position where it happened. The checkpoint state is the
 input's state right after the last element the consumer received: every
 queued element carries that snapshot, so read-ahead is never saved.
@@ -10,11 +12,13 @@ queued element carries that snapshot, so read-ahead is never saved.
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 import weakref
 from typing import Any
 
+from .._threads import start_thread
 from ..errors import DatasetArgumentError
 from ._dataset import Dataset
 from ._iterator import DatasetIterator
@@ -114,14 +118,14 @@ class _PrefetchIterator(DatasetIterator):
     def _start(self) -> None:
         self.q: queue.Queue = queue.Queue(maxsize=self.size)
         self.stop = threading.Event()
-        self.thread = threading.Thread(
-            target=_produce,
-            args=(self.child, self.q, self.stop),
-            name="phalanx-prefetch",
-            daemon=True,
-        )
         self._finalizer = weakref.finalize(self, _shutdown, self.stop, self.q)
-        self.thread.start()
+        self.thread = start_thread(
+            _produce,
+            (self.child, self.q, self.stop),
+            name="phalanx-prefetch",
+            stop=self.stop,
+            wake=functools.partial(_shutdown, self.stop, self.q),
+        )
 
     def __next__(self):
         if self.done:
