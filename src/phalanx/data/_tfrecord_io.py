@@ -49,6 +49,10 @@ _FOOTER_BYTES = 4
 # so phalanx reads at least 4 MiB at a time.
 _MIN_CHUNK = 4 << 20
 _WBITS = {"ZLIB": 15, "GZIP": 31}
+# A record longer than this is checked before it is held: in a file, against the bytes left;
+# in a compressed stream, by streaming its CRC through (bounded memory), so a forged length
+# header (1 GiB, 2**60) cannot allocate more than the file really holds.
+_LARGE_RECORD = 64 << 20
 _COMPRESSION_TYPES = (None, "", "ZLIB", "GZIP")
 
 
@@ -397,7 +401,8 @@ class TFRecordReader:
 
     def _truncated(self, index: int, offset: int, have: int, need: int | None, src) -> None:
         detail = (
-            f"{have} of its {need} bytes are there"
+            f"its header claims {need - 16} bytes of data, and only {have} of the record's "
+            f"{need} bytes (header, data, footer) are there"
             if need is not None
             else f"only {have} of its 12 header bytes are there"
         )
@@ -454,6 +459,20 @@ class TFRecordReader:
                     continue
                 resyncing = False
                 data_end = pos + _HEADER_BYTES + length
+                if length > _LARGE_RECORD and data_end + _FOOTER_BYTES > end_of_data:
+                    checked = self._check_large(
+                        src, buf[pos + _HEADER_BYTES :], length, index, offset
+                    )
+                    if checked is None:
+                        return  # truncated: reported, or skipped to the end
+                    data, buf = checked
+                    pos = 0
+                    index += 1
+                    offset += length + 16
+                    self.position = (index, offset)
+                    if data is not None:
+                        yield data
+                    continue
                 if data_end + _FOOTER_BYTES > end_of_data:
                     more = src.read(max(chunk, data_end + _FOOTER_BYTES - end_of_data))
                     if not more:
@@ -479,6 +498,51 @@ class TFRecordReader:
                 yield data
         finally:
             src.close()
+
+    def _check_large(self, src, head: bytes, length: int, index: int, offset: int):
+        """A record longer than ``_LARGE_RECORD``, checked before it is held in memory.
+
+        ``head`` holds the bytes read after its header. Returns ``(data, rest)``:
+        the record's data (None when its CRC does not match and it is skipped) and
+        the bytes read past its footer; or None when the file ends inside it.
+        """
+        if not self.compression_type:
+            left = os.fstat(src.fileno()).st_size - src.tell() + len(head)
+            if left < length + _FOOTER_BYTES:
+                self._truncated(index, offset, _HEADER_BYTES + left, length + 16, src)
+                return None
+            rest = src.read(length + _FOOTER_BYTES - len(head))
+            record = head + rest
+            return self._checked(record[:length], record[length:], index, offset, src)
+        # Compressed: the CRC first, streaming (nothing held), then the data a second time.
+        c, seen, rest = _crc(head[:length]), min(len(head), length), head[length:]
+        while seen < length or len(rest) < _FOOTER_BYTES:
+            more = src.read(self._chunk)
+            if not more:
+                self._truncated(index, offset, _HEADER_BYTES + seen + len(rest), length + 16, src)
+                return None
+            take = min(len(more), length - seen)
+            c = _crc(more[:take], c)
+            seen += take
+            rest += more[take:]
+        (stored,) = _U32.unpack_from(rest, 0)
+        if _mask(c) != stored:
+            self._corrupt(index, offset, "data", stored, _mask(c))
+            return None, rest[_FOOTER_BYTES:]
+        again = open_stream(self.path, self.compression_type, offset + _HEADER_BYTES, self._chunk)
+        try:
+            data = again.read(length)
+        finally:
+            again.close()
+        return data, rest[_FOOTER_BYTES:]
+
+    def _checked(self, data: bytes, rest: bytes, index: int, offset: int, src):
+        (stored,) = _U32.unpack_from(rest, 0)
+        actual = _mask(_crc(data))
+        if actual != stored:
+            self._corrupt(index, offset, "data", stored, actual)
+            return None, rest[_FOOTER_BYTES:]
+        return data, rest[_FOOTER_BYTES:]
 
 
 def tf_record_iterator(
