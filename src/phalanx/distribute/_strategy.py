@@ -28,7 +28,7 @@ from ._placement import put_global
 from ._reduce_op import ReduceOp
 from ._replica_context import ReplicaContext
 from ._run import RunCache
-from ._values import Mirrored, PerReplica
+from ._values import Mirrored, PerReplica, check_replica_axis
 
 REPLICA_AXIS = "replica"
 
@@ -304,6 +304,8 @@ class Strategy:
         """Returns (pytree of [N, ...] arrays, or None if not distributed; kind)."""
         n = self.num_replicas_in_sync
         if isinstance(value, PerReplica):
+            for leaf in jax.tree.leaves(value.values):
+                check_replica_axis(leaf, n)
             return value.values, "per_replica"
         if isinstance(value, Mirrored):
             return value.values, "mirrored"
@@ -313,7 +315,18 @@ class Strategy:
                 jax.tree.map(lambda x: x.reshape((n, x.shape[0] // n, *x.shape[1:])), value),
                 "per_replica",
             )
+        if leaves and all(self._is_replicated(x) for x in leaves):
+            return value, "mirrored"  # what run returns for a value that does not vary
         return value, "plain"
+
+    def _is_replicated(self, x: Any) -> bool:
+        """Whether ``x`` is an array held whole by every replica of this strategy's mesh."""
+        if not isinstance(x, jax.Array):
+            return False
+        sharding = x.sharding
+        if isinstance(sharding, NamedSharding):
+            return sharding.mesh == self._mesh and all(a is None for a in sharding.spec)
+        return sharding.is_equivalent_to(self._replicated, x.ndim)
 
     def _check_axis(self, values: Any, axis: int | None, what: str, offset: int) -> None:
         if axis is None:
@@ -338,8 +351,10 @@ class Strategy:
 
         Args:
           reduce_op: ``ReduceOp.SUM``/``MEAN`` or ``"SUM"``/``"MEAN"``.
-          value: ``PerReplica`` (from ``run``), a distributed batch, ``Mirrored``,
-            or a plain value (the same on every replica).
+          value: ``PerReplica`` (from ``run``), a distributed batch, ``Mirrored``
+            or a replicated array (``run``'s output that does not vary: every
+            replica's copy counts, so ``SUM`` gives ``num_replicas_in_sync`` times
+            it, as TensorFlow), or a plain value (numpy, Python).
           axis: an axis of each per-replica value, or None.
 
         Returns:
@@ -347,7 +362,8 @@ class Strategy:
 
         Raises:
           DistributedValueError: unknown op, missing axis, or SUM of a plain value
-            over more than one replica.
+            (not on this strategy's devices) over more than one replica.
+          ValueError: a ``PerReplica`` without one row per replica.
 
         Example:
           >>> import numpy as np
@@ -364,9 +380,10 @@ class Strategy:
             if op is ReduceOp.SUM and n > 1:
                 raise DistributedValueError(
                     f"strategy.reduce(SUM, ...) got a value that is not per-replica "
-                    f"({type(value).__name__}): the same value on all {n} replicas has no "
-                    "well-defined sum (TensorFlow refuses it too). Reduce what strategy.run "
-                    "returned (a PerReplica), wrap the value in Mirrored to count each "
+                    f"({type(value).__name__}, not on this strategy's devices): which of "
+                    f"{n} replicas holds it is unknown, so it has no well-defined sum "
+                    "(TensorFlow refuses a non-distributed value too). Reduce what "
+                    "strategy.run returned, wrap the value in Mirrored to count each "
                     "replica's copy, or use MEAN."
                 )
             return jax.tree.map(lambda x: _reduce_plain(jnp.asarray(x), op, axis), stacked)
@@ -414,14 +431,7 @@ class Strategy:
         """
         stacked, kind = self._stacked(value)
         if kind == "plain":
-            leaves = jax.tree.leaves(stacked)
-            if leaves and all(
-                isinstance(x, jax.Array) and x.sharding.is_equivalent_to(self._replicated, x.ndim)
-                for x in leaves
-            ):
-                kind = "mirrored"
-            else:
-                return (value,)
+            return (value,)
         local = [i for i, d in enumerate(self._devices) if d.process_index == jax.process_index()]
         if kind == "mirrored":
             return tuple(stacked for _ in local)
