@@ -98,3 +98,22 @@ def test_cpu_device_count_after_start():
     jax.devices()
     with pytest.raises(RuntimeError, match="after JAX started"):
         phalanx.cluster.set_cpu_device_count(3)
+
+
+def test_reduce_and_local_results_check_the_replica_axis(mirrored8):
+    """A PerReplica for 3 replicas on 8 is refused, as strategy.run refuses it."""
+    short = phalanx.PerReplica(np.ones((3, 2), np.float32))
+    for call in (
+        lambda: mirrored8.reduce("SUM", short),
+        lambda: mirrored8.reduce("MEAN", short, axis=0),
+        lambda: mirrored8.experimental_local_results(short),
+        lambda: mirrored8.gather(short, axis=0),
+        lambda: mirrored8.run(lambda v: v, args=(short,)),
+    ):
+        with pytest.raises(
+            ValueError,
+            match=r"8 replicas needs a leading replica axis of length 8.*got shape \(3, 2\)",
+        ):
+            call()
+    with pytest.raises(ValueError, match=r"got a scalar"):
+        mirrored8.reduce("SUM", phalanx.PerReplica(np.float32(1.0)))

@@ -176,3 +176,22 @@ def test_device_context_places_computation():
     assert x.devices() == {d}
     with phalanx.device("/job:localhost/replica:0/task:0/device:CPU:1") as d:
         assert d == jax.devices()[1]
+
+
+def test_reduce_sum_of_a_run_output_that_every_replica_returns(strategy):
+    """TensorFlow: ``reduce(SUM, run(fn))`` counts every replica's copy, varying or not."""
+    n = strategy.num_replicas_in_sync
+    x = jnp.arange(3.0)
+    same = strategy.run(lambda v: v * 2.0, args=(x,))
+    np.testing.assert_allclose(strategy.reduce("SUM", same), n * 2.0 * np.arange(3.0))
+    np.testing.assert_allclose(strategy.reduce("MEAN", same), 2.0 * np.arange(3.0))
+    np.testing.assert_allclose(strategy.reduce("SUM", same, axis=0), n * 6.0)
+
+    def total(v):
+        ctx = phalanx.get_replica_context()
+        return ctx.all_reduce("SUM", v.sum())
+
+    batch = strategy.shard_batch(np.ones((2 * n, 2), np.float32))
+    np.testing.assert_allclose(
+        strategy.reduce("SUM", strategy.run(total, args=(batch,))), n * 4 * n
+    )

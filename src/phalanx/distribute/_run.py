@@ -40,7 +40,7 @@ from jax.sharding import PartitionSpec as P
 from ..errors import RunCompilationError
 from ._context import enter_replica_context
 from ._replica_context import ReplicaContext
-from ._values import PerReplica, is_distributed_value
+from ._values import PerReplica, check_replica_axis, is_distributed_value
 
 if TYPE_CHECKING:
     from ._strategy import Strategy
@@ -85,14 +85,7 @@ def _classify(strategy: Strategy, leaf: Any, wrapper: type | None) -> _Leaf:
         )
     signature = (tuple(leaf.shape), np.dtype(leaf.dtype))
     if wrapper is PerReplica:
-        n = strategy.num_replicas_in_sync
-        if leaf.ndim == 0 or leaf.shape[0] != n:
-            raise ValueError(
-                f"A PerReplica value for {n} replicas needs a leading replica axis of length "
-                f"{n}; got shape {tuple(leaf.shape)}. Build it with "
-                "strategy.experimental_distribute_values_from_function, or stack one row "
-                "per replica."
-            )
+        check_replica_axis(leaf, strategy.num_replicas_in_sync)
         return _Leaf(PER_REPLICA, signature)
     axis = strategy._batch_axis(leaf) if wrapper is None else None
     if axis is not None:

@@ -90,6 +90,24 @@ class Mirrored:
         return f"Mirrored({self.values!r})"
 
 
+def check_replica_axis(leaf: Any, num_replicas: int) -> None:
+    """Raises ``ValueError`` unless ``leaf`` (of a ``PerReplica``) has one row per replica.
+
+    ``strategy.run``, ``reduce``, ``gather`` and ``experimental_local_results``
+    all check it: a ``PerReplica`` of another length would be summed short or
+    indexed past its end.
+    """
+    shape = tuple(getattr(leaf, "shape", ()))
+    if not shape or shape[0] != num_replicas:
+        got = "a scalar" if not shape else f"shape {shape}"
+        raise ValueError(
+            f"A PerReplica value for {num_replicas} replicas needs a leading replica axis of "
+            f"length {num_replicas}; got {got}. Build it with "
+            "strategy.experimental_distribute_values_from_function, or stack one row per "
+            "replica."
+        )
+
+
 def is_distributed_value(x: Any) -> bool:
     """True for ``PerReplica`` and ``Mirrored``."""
     return isinstance(x, PerReplica | Mirrored)
