@@ -16,6 +16,7 @@ import math
 import os
 import shutil
 import sys
+import time
 
 from ..cluster._launcher import LaunchSpec, launch
 from ..cluster._resolver import split_address
@@ -92,7 +93,16 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, ClusterConfigError) as e:
         print(f"phalanx launch: {e}", file=sys.stderr)
         return 2
-    return launch(spec)
+    started = time.perf_counter()
+    status = launch(spec)
+    if status == 0:  # a failure is reported by the launcher, naming the process
+        where = f" of node {spec.node_rank} ({spec.nnodes} nodes)" if spec.nnodes > 1 else ""
+        print(
+            f"phalanx launch: all {spec.nprocs} processes{where} exited 0 in "
+            f"{time.perf_counter() - started:.1f} s",
+            file=sys.stderr,
+        )
+    return status
 
 
 def _spec(args: argparse.Namespace) -> LaunchSpec:

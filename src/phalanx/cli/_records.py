@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import struct
+import time
 from typing import Any
 
 import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..data._example import Example
 from ..data._tfrecord_io import TFRecordReader, masked_crc32c
@@ -127,30 +131,81 @@ def _print_damage(reader: TFRecordReader) -> None:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    """Checks every record of every file; returns 1 if any file is damaged or unreadable."""
-    status = 0
-    for path in args.files:
-        if not os.path.isfile(path):
-            print(f"MISSING  {path}")
-            status = 1
-            continue
-        compression = _compression_for(path, args.compression)
-        if compression is None:
-            print(f"DAMAGED  {path}: not a TFRecord file (no valid header, not GZIP or ZLIB)")
-            status = 1
-            continue
-        reader = TFRecordReader(path, compression, skip_corrupt=True)
-        try:
-            count = sum(1 for _ in reader)
-        except DataLossError as e:
-            print(f"DAMAGED  {path}: {e}")
-            status = 1
-            continue
-        label = compression or "NONE"
-        if reader.damaged:
-            status = 1
-            print(f"DAMAGED  {path}: {count} good records, {len(reader.damaged)} damaged ({label})")
-            _print_damage(reader)
-        else:
-            print(f"OK       {path}: {count} records ({label})")
-    return status
+    """Checks every record of every file; returns 1 if any file is damaged or unreadable.
+
+    One line per file, then a summary; on a terminal, a progress bar over the
+    files' bytes on stderr while it reads.
+    """
+    started = time.perf_counter()
+    sizes = {path: os.path.getsize(path) for path in args.files if os.path.isfile(path)}
+    tally = {"OK": 0, "DAMAGED": 0, "MISSING": 0, "records": 0}
+    with _progress(len(args.files), sum(sizes.values())) as advance:
+        for path in args.files:
+            verdict, records = _verify_one(path, args.compression)
+            tally[verdict] += 1
+            tally["records"] += records
+            advance(sizes.get(path, 0))
+    total = sum(sizes.values())
+    print(
+        f"verified {len(args.files)} files ({_bytes(total)}) in "
+        f"{time.perf_counter() - started:.1f} s: {tally['OK']} OK, {tally['DAMAGED']} damaged, "
+        f"{tally['MISSING']} missing; {tally['records']} good records"
+    )
+    return 0 if tally["OK"] == len(args.files) else 1
+
+
+def _verify_one(path: str, compression_arg: str | None) -> tuple[str, int]:
+    """Prints the file's line; returns its verdict and its count of good records."""
+    if not os.path.isfile(path):
+        print(f"MISSING  {path}")
+        return "MISSING", 0
+    compression = _compression_for(path, compression_arg)
+    if compression is None:
+        print(f"DAMAGED  {path}: not a TFRecord file (no valid header, not GZIP or ZLIB)")
+        return "DAMAGED", 0
+    reader = TFRecordReader(path, compression, skip_corrupt=True)
+    count = 0
+    try:
+        for _ in reader:
+            count += 1
+    except DataLossError as e:
+        print(f"DAMAGED  {path}: {e}")
+        return "DAMAGED", count
+    label = compression or "NONE"
+    if reader.damaged:
+        print(f"DAMAGED  {path}: {count} good records, {len(reader.damaged)} damaged ({label})")
+        _print_damage(reader)
+        return "DAMAGED", count
+    print(f"OK       {path}: {count} records ({label})")
+    return "OK", count
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+@contextlib.contextmanager
+def _progress(files: int, total_bytes: int):
+    """Yields ``advance(nbytes)``; draws a rich bar on stderr only when it is a terminal."""
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield lambda nbytes: None
+        return
+    columns = (
+        TextColumn("verifying"),
+        BarColumn(),
+        TextColumn("{task.fields[done]}/{task.fields[files]} files"),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console) as progress:
+        task = progress.add_task("verify", total=total_bytes or None, done=0, files=files)
+
+        def advance(nbytes: int) -> None:
+            done = progress.tasks[0].fields["done"] + 1
+            progress.update(task, advance=nbytes, done=done)
+
+        yield advance
