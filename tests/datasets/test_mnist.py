@@ -1,5 +1,7 @@
 """The MNIST loader on small IDX and npz files written here (no network)."""
 
+import io
+
 import numpy as np
 import pytest
 
@@ -80,3 +82,36 @@ def test_digits_split():
     assert len(x) + len(xt) == 1797
     assert x.dtype == np.float32 and x.min() >= 0.0 and x.max() <= 1.0
     assert set(np.unique(y)) == set(range(10))
+
+
+def _npz_bytes() -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    zeros = np.zeros((2, 28, 28), np.uint8)
+    np.savez(buf, x_train=zeros, y_train=np.uint8([1, 2]), x_test=zeros, y_test=np.uint8([3, 4]))
+    return buf.getvalue()
+
+
+class _Response(io.BytesIO):
+    def __init__(self, data: bytes):
+        super().__init__(data)
+        self.headers = {"Content-Length": str(len(data))}
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_download_shows_a_progress_bar_on_a_terminal(tmp_path, monkeypatch, capsys, terminal):
+    import hashlib
+
+    data = _npz_bytes()
+    monkeypatch.setattr(mnist, "SHA256", hashlib.sha256(data).hexdigest())
+    monkeypatch.setattr(mnist.urllib.request, "urlopen", lambda *a, **k: _Response(data))
+    monkeypatch.setenv("TTY_COMPATIBLE", "1" if terminal else "0")
+    monkeypatch.setenv("TTY_INTERACTIVE", "1" if terminal else "0")
+    (_, y), _ = mnist.load_data(tmp_path)
+    assert y.tolist() == [1, 2]
+    err = capsys.readouterr().err
+    if terminal:
+        assert "downloading mnist.npz" in err and f"{len(data) / 1000:.1f}" in err, err
+    else:
+        assert "downloading" not in err

@@ -8,11 +8,13 @@
 2. ``mnist.npz`` (Keras's file, with ``x_train``, ``y_train``, ``x_test``, ``y_test``).
 
 When neither is there it downloads Keras's ``mnist.npz`` into the directory
-and checks its SHA-256 before use; offline, it says what to do instead.
+(with a progress bar on stderr when it is a terminal) and checks its SHA-256
+before use; offline, it says what to do instead.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -21,6 +23,15 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
 
 from ..errors import DataUnavailableError
 from ._idx import read_idx
@@ -105,15 +116,37 @@ def _missing_message(directory: Path) -> str:
     )
 
 
+@contextlib.contextmanager
+def _progress(name: str, response):
+    """Yields ``advance(nbytes)``; a rich bar on stderr when it is a terminal (not in logs)."""
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield lambda nbytes: None
+        return
+    length = response.headers.get("Content-Length")
+    columns = (
+        TextColumn(f"downloading {name}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console) as progress:
+        task = progress.add_task(name, total=int(length) if length else None)
+        yield lambda nbytes: progress.update(task, advance=nbytes)
+
+
 def _download(target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".part")
     try:
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(URL, timeout=30) as response:
             digest = hashlib.sha256()
-            while chunk := response.read(1 << 20):
-                digest.update(chunk)
-                out.write(chunk)
+            with _progress(target.name, response) as advance:
+                while chunk := response.read(1 << 20):
+                    digest.update(chunk)
+                    out.write(chunk)
+                    advance(len(chunk))
         if digest.hexdigest() != SHA256:
             raise ValueError(
                 f"The download of {URL} is damaged: SHA-256 {digest.hexdigest()}, expected "
