@@ -120,6 +120,10 @@ class IteratorStateError(PhalanxError, ValueError):
     """``set_state`` got a state saved from a different pipeline, or an unknown format."""
 
 
+class WeightsFileError(PhalanxError, OSError, ValueError):
+    """A weights file cannot be written there, or is not one that matches the model."""
+
+
 class AutoShardError(PhalanxError, ValueError):
     """An auto-shard policy cannot be applied to this pipeline (for example FILE without files)."""
 

@@ -16,12 +16,16 @@ from __future__ import annotations
 import itertools
 import os
 import tempfile
+import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
 import flax.nnx as nnx
 import jax
 import numpy as np
+
+from ..errors import WeightsFileError
 
 WEIGHT_TYPES = (nnx.Param, nnx.BatchStat)
 
@@ -118,7 +122,7 @@ def save_on_chief(path: str | os.PathLike, state: Any, *, timeout: float = SAVE_
 def save(path: str | os.PathLike, state: Any) -> Path:
     """Writes ``state``'s leaves to ``path`` atomically (a temp file, then a rename)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _make_parent(path)
     arrays = {p: np.asarray(x) for p, x in zip(_paths(state), jax.tree.leaves(state), strict=True)}
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -131,34 +135,123 @@ def save(path: str | os.PathLike, state: Any) -> Path:
     return path
 
 
+def _make_parent(path: Path) -> None:
+    """Creates ``path``'s folder, or says which component of it is a file."""
+    for parent in reversed([path.parent, *path.parent.parents]):
+        if parent.exists() and not parent.is_dir():
+            raise WeightsFileError(
+                f"Cannot write {str(path)!r}: {str(parent)!r} is a file, not a directory. "
+                "Choose another path, or move that file away."
+            )
+    if path.is_dir():
+        raise WeightsFileError(
+            f"Cannot write {str(path)!r}: it is a directory. Give a file name such as "
+            f"{str(path / 'weights.npz')!r}."
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+
 def load(path: str | os.PathLike, state: Any) -> Any:
     """Reads a file written by ``save`` into the structure of ``state``.
 
+    The names, shapes and dtypes of the arrays are checked from the archive's
+    headers before any data is read, so a file cannot make this allocate more
+    than the model's own size; arrays of Python objects are refused (nothing
+    is unpickled). Numeric dtypes are cast to the model's.
+
     Raises:
       FileNotFoundError: no such file.
-      ValueError: the file's weights do not match the model's names or shapes.
+      WeightsFileError: not a weights archive (random bytes, truncated, a
+        directory), or its weights do not match the model's names, shapes or dtypes.
     """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"No weights file at {str(path)!r}.")
-    with np.load(path, allow_pickle=False) as archive:
-        stored = dict(archive.items())
+    if path.is_dir():
+        raise WeightsFileError(
+            f"{str(path)!r} is a directory, not a weights file; give the .npz file that "
+            "save_weights wrote."
+        )
     paths = _paths(state)
-    missing = [p for p in paths if p not in stored]
-    unexpected = [p for p in stored if p not in set(paths)]
+    leaves, treedef = jax.tree.flatten(state)
+    expected = {p: leaf for p, leaf in zip(paths, leaves, strict=True)}
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = _check_headers(path, archive, expected)
+            out = [_read_member(path, archive, members[p], expected[p]) for p in paths]
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error) as e:
+        raise _not_weights(path, f"{type(e).__name__}: {e}") from None
+    return jax.tree.unflatten(treedef, out)
+
+
+def _not_weights(path: Path, why: str) -> WeightsFileError:
+    return WeightsFileError(
+        f"{str(path)!r} is not a weights file, or is truncated or damaged ({why}). Weights "
+        "files are .npz archives written by save_weights; write it again."
+    )
+
+
+def _check_headers(path: Path, archive: zipfile.ZipFile, expected: dict) -> dict[str, str]:
+    """Maps each weight name to its archive member, after checking every header."""
+    members = {}
+    for name in archive.namelist():
+        key = name[:-4] if name.endswith(".npy") else name
+        members[key] = name
+    missing = [p for p in expected if p not in members]
+    unexpected = [p for p in members if p not in expected]
     if missing or unexpected:
-        raise ValueError(
+        raise WeightsFileError(
             f"The weights in {str(path)!r} do not match this model: missing {missing[:5]}, "
             f"unexpected {unexpected[:5]}. Load them into a model of the same architecture."
         )
-    leaves, treedef = jax.tree.flatten(state)
-    out = []
-    for p, old in zip(paths, leaves, strict=True):
-        new = np.asarray(stored[p])
-        if new.shape != tuple(old.shape):
-            raise ValueError(
-                f"Weight {p} in {str(path)!r} has shape {new.shape}, but this model's has shape "
-                f"{tuple(old.shape)}. Load it into a model of the same architecture."
+    for key, member in members.items():
+        shape, dtype = _header(path, archive, member)
+        want = expected[key]
+        if dtype.hasobject or dtype.kind not in "biufc":
+            raise WeightsFileError(
+                f"Weight {key} in {str(path)!r} has dtype {_dtype_name(dtype)}; weights are "
+                f"numbers ({np.dtype(want.dtype).name} for this model). The file was not "
+                "written by save_weights; write it again."
             )
-        out.append(new.astype(old.dtype))
-    return jax.tree.unflatten(treedef, out)
+        if shape != tuple(want.shape):
+            raise WeightsFileError(
+                f"Weight {key} in {str(path)!r} has shape {shape}, but this model's has shape "
+                f"{tuple(want.shape)}. Load it into a model of the same architecture."
+            )
+    return members
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    return "object" if dtype.hasobject else dtype.str
+
+
+def _header(path: Path, archive: zipfile.ZipFile, member: str) -> tuple[tuple[int, ...], np.dtype]:
+    with archive.open(member) as f:
+        try:
+            version = np.lib.format.read_magic(f)
+            read = _HEADER_READERS.get(version)
+            if read is None:
+                raise ValueError(f"unknown .npy format version {version}")
+            shape, _, dtype = read(f)
+        except (ValueError, TypeError, SyntaxError) as e:
+            raise _not_weights(path, f"member {member}: {e}") from None
+    return tuple(shape), dtype
+
+
+_HEADER_READERS = {
+    (1, 0): np.lib.format.read_array_header_1_0,
+    (2, 0): np.lib.format.read_array_header_2_0,
+}
+
+
+def _read_member(path: Path, archive: zipfile.ZipFile, member: str, old) -> np.ndarray:
+    with archive.open(member) as f:
+        try:
+            new = np.lib.format.read_array(f, allow_pickle=False)
+        except (ValueError, OSError) as e:
+            key = member[:-4]
+            raise WeightsFileError(
+                f"Weight {key} in {str(path)!r} cannot be read: {e}. The file is truncated or "
+                "damaged; write it again."
+            ) from None
+    return new.astype(old.dtype)
