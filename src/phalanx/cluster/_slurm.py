@@ -30,6 +30,8 @@ from ._spec import ClusterSpec
 NODELIST_ENVS = ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST")
 NTASKS_ENVS = ("SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS")
 TASKS_PER_NODE_ENVS = ("SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE")
+# Slurm itself handles at most 65533 nodes: a list naming more is not Slurm's.
+MAX_HOSTS = 65536
 
 
 class SlurmClusterResolver(ClusterResolver):
@@ -128,7 +130,8 @@ def expand_hostlist(hostlist: str) -> list[str]:
       The host names in order, zero padding kept.
 
     Raises:
-      ClusterConfigError: unbalanced brackets or a malformed range.
+      ClusterConfigError: unbalanced brackets, a malformed range, or more than
+        ``MAX_HOSTS`` hosts (checked before expanding).
 
     Example:
       >>> expand_hostlist("node[01-03,07],login1")
@@ -138,6 +141,7 @@ def expand_hostlist(hostlist: str) -> list[str]:
     for item in _split_top_level(hostlist.strip()):
         if item:
             hosts.extend(_expand_one(item, hostlist))
+            _check_count(len(hosts), hostlist)
     if not hosts:
         raise ClusterConfigError(f"Slurm's node list {hostlist!r} names no host.")
     return hosts
@@ -163,10 +167,22 @@ def _expand_one(item: str, whole: str) -> list[str]:
     if not match:
         return [item]
     head, tail = item[: match.start()], item[match.end() :]
-    out = []
-    for middle in _expand_ranges(match.group(1), whole):
-        out.extend(head + middle + rest for rest in _expand_one(tail, whole))
-    return out
+    middles, rests = _expand_ranges(match.group(1), whole), _expand_one(tail, whole)
+    _check_count(len(middles) * len(rests), whole)
+    return [head + middle + rest for middle in middles for rest in rests]
+
+
+def _check_count(count: int, whole: str) -> None:
+    if count > MAX_HOSTS:
+        raise ClusterConfigError(
+            f"Slurm's node list {_short(whole)} names {count} or more hosts; at most "
+            f"{MAX_HOSTS} are supported (Slurm's own limit is 65533). Check "
+            "SLURM_JOB_NODELIST / SLURM_STEP_NODELIST."
+        )
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
 
 
 def _expand_ranges(spec: str, whole: str) -> list[str]:
@@ -180,6 +196,7 @@ def _expand_ranges(spec: str, whole: str) -> list[str]:
         if int(hi) < int(lo):
             raise ClusterConfigError(f"Descending range {part!r} in Slurm's node list {whole!r}.")
         width = len(lo)
+        _check_count(len(out) + int(hi) - int(lo) + 1, whole)
         out.extend(str(i).zfill(width) for i in range(int(lo), int(hi) + 1))
     return out
 
@@ -188,19 +205,21 @@ def _tasks_per_node(raw: str | None, ntasks: int, nnodes: int) -> list[int]:
     if not raw:  # block distribution: the first nodes take one more when it does not divide
         base, extra = divmod(ntasks, nnodes)
         return [base + (i < extra) for i in range(nnodes)]
-    counts: list[int] = []
+    runs: list[tuple[int, int]] = []
     for part in raw.split(","):
         match = re.fullmatch(r"\s*(\d+)(?:\(x(\d+)\))?\s*", part)
         if not match:
             raise ClusterConfigError(
-                f"Malformed SLURM_TASKS_PER_NODE {raw!r} (expected '2(x3),1')."
+                f"Malformed SLURM_TASKS_PER_NODE {_short(raw)} (expected '2(x3),1')."
             )
-        counts.extend([int(match.group(1))] * int(match.group(2) or 1))
-    if len(counts) != nnodes:
+        runs.append((int(match.group(1)), int(match.group(2) or 1)))
+    described = sum(repeat for _, repeat in runs)  # counted before anything is expanded
+    if described != nnodes:
         raise ClusterConfigError(
-            f"SLURM_TASKS_PER_NODE {raw!r} describes {len(counts)} nodes, the node list {nnodes}."
+            f"SLURM_TASKS_PER_NODE {_short(raw)} describes {described} nodes, the node list "
+            f"{nnodes}."
         )
-    return counts
+    return [count for count, repeat in runs for _ in range(repeat)]
 
 
 def _default_port(env: Mapping[str, str]) -> int:
