@@ -16,6 +16,20 @@ several, a sharding that names other processes' devices needs a global
 
 A value that already is a global array (not fully addressable) is resharded
 by ``jax.device_put``, which every process calls alike.
+
+Every numpy value phalanx hands to JAX goes through ``host_array`` first: JAX
+treats a numpy array object as an immutable value. It may alias its memory
+(zero-copy on CPU), and it keeps the copy it converts to its canonical dtype
+(int64 to int32, float64 to float32 without x64) per array *object*, in a
+weak-key cache (jax 0.10: ``abstract_arrays._canonicalize_ndarray_dtype``), so
+an array refilled in place and placed again would place its first contents.
+``host_array`` converts to the canonical dtype on the host, so JAX has
+nothing to convert. Values the user owns (``strategy.run`` arguments, batches
+of a distributed dataset) are copied first, as TensorFlow copies a numpy
+argument into a tensor: a script may refill its buffer as soon as ``run``
+returns. Buffers phalanx owns are lent without a copy, and their owner
+guarantees that nothing writes them while an execution may read them
+(docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -25,6 +39,51 @@ from typing import Any
 import jax
 import numpy as np
 from jax.sharding import Sharding
+
+
+def host_array(x: Any, *, copy: bool = False) -> np.ndarray:
+    """``x`` as a numpy array of JAX's canonical dtype (``int64`` becomes ``int32``
+    unless x64 is enabled), converted here so that JAX converts nothing.
+
+    Args:
+      x: an array-like.
+      copy: return a new array even when ``x`` already has the canonical dtype.
+
+    Example:
+      >>> host_array(np.arange(3)).dtype
+      dtype('int32')
+    """
+    a = np.asarray(x)
+    dtype = jax.dtypes.canonicalize_dtype(a.dtype)
+    if a.dtype != dtype:
+        return a.astype(dtype)
+    return np.array(a) if copy else a
+
+
+def host_arrays(tree: Any, *, copy: bool = False) -> Any:
+    """``host_array`` on every numpy leaf of ``tree`` (``jax.Array`` s and Python scalars
+    pass through: JAX places those without converting a numpy object)."""
+
+    def leaf(a):
+        return host_array(a, copy=copy) if isinstance(a, np.ndarray | np.generic) else a
+
+    return jax.tree.map(leaf, tree)
+
+
+def put(tree: Any, sharding: Sharding, *, copy: bool = True) -> Any:
+    """Places ``tree``, the same value on every process, with ``sharding`` (any process count).
+
+    Args:
+      tree: a pytree of numpy arrays, scalars or ``jax.Array`` s.
+      sharding: the target sharding.
+      copy: copy numpy leaves first, so that the caller may write them again at
+        once; pass False only for buffers whose owner keeps them unwritten until
+        every execution that reads them has finished.
+    """
+    tree = host_arrays(tree, copy=copy)
+    if sharding.is_fully_addressable:
+        return jax.device_put(tree, sharding)
+    return put_global(tree, sharding)
 
 
 def put_global(tree: Any, sharding: Sharding) -> Any:
@@ -39,7 +98,7 @@ def put_global(tree: Any, sharding: Sharding) -> Any:
       The pytree with each leaf a ``jax.Array`` with ``sharding``.
     """
     if sharding.is_fully_addressable:
-        return jax.device_put(tree, sharding)
+        return jax.device_put(host_arrays(tree), sharding)
     return jax.tree.map(lambda x: _put_leaf(x, sharding), tree)
 
 
@@ -52,5 +111,5 @@ def _put_leaf(x: Any, sharding: Sharding) -> jax.Array:
         if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
             data = _put_leaf(jax.random.key_data(x), sharding)
             return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
-    host = np.asarray(x)
+    host = host_array(x)
     return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])

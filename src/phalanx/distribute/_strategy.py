@@ -24,7 +24,7 @@ from ..errors import BatchNotDivisibleError, DistributedValueError
 from . import _input
 from ._context import enter_scope
 from ._input import DistributedDataset, InputContext, InputOptions
-from ._placement import put_global
+from ._placement import host_arrays, put
 from ._reduce_op import ReduceOp
 from ._replica_context import ReplicaContext
 from ._run import RunCache
@@ -151,9 +151,7 @@ class Strategy:
         # mesh) would give the compiled programs a different input type, and a retrace.
         if isinstance(x, jax.Array) and x.sharding == target:
             return x
-        if self._num_processes > 1:
-            return put_global(x, target)
-        return jax.device_put(x, target)
+        return put(x, target)
 
     def shard_batch(self, batch: Any) -> Any:
         """Splits a global batch over the replicas: each leaf sharded on axis 0.
@@ -186,9 +184,7 @@ class Strategy:
                 )
             if isinstance(x, jax.Array) and self._batch_axis(x) == 0:
                 return x
-            if self._num_processes > 1:  # the same global batch on every process
-                return put_global(x, self._batch_sharding)
-            return jax.device_put(x, self._batch_sharding)
+            return put(x, self._batch_sharding)  # the same global batch on every process
 
         leaves = jax.tree.leaves(batch)
         if leaves and np.ndim(leaves[0]):
@@ -198,15 +194,18 @@ class Strategy:
     def _check_batch(self, global_batch: int) -> None:
         """A hook for kinds with advice about batch sizes (TPUStrategy)."""
 
-    def _global_batch(self, local: Any, *, stacked: bool = False) -> Any:
+    def _global_batch(self, local: Any, *, stacked: bool = False, copy: bool = True) -> Any:
         """Builds global batch arrays from this process's share (its rows of each batch).
 
         With ``stacked``, the leaves are ``[steps, batch, ...]`` and split on axis 1.
+        ``copy=False`` lends numpy buffers that stay unwritten until the executions
+        reading them finish (``_placement.put``).
         """
         leaves = jax.tree.leaves(local)
         if leaves:
             self._check_batch(int(np.shape(leaves[0])[int(stacked)]) * self._num_processes)
         sharding = self._stacked_sharding if stacked else self._batch_sharding
+        local = host_arrays(local, copy=copy)
         if self._num_processes == 1:
             return jax.device_put(local, sharding)
         return jax.tree.map(lambda a: jax.make_array_from_process_local_data(sharding, a), local)

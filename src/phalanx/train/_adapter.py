@@ -42,7 +42,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 import jax
@@ -51,11 +52,10 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ..data._prefetch import background
-from ..distribute._placement import put_global
+from ..distribute._placement import host_array, put
 from ..errors import BatchNotDivisibleError
 
 RESIDENT_LIMIT_BYTES = 2 << 30
-_BUFFER_SETS = 4  # see IterableAdapter._stack
 
 
 class Execution(NamedTuple):
@@ -67,12 +67,16 @@ class Execution(NamedTuple):
       first_step: the index, within the epoch, of the first step.
       steps: how many of the N steps hold real data.
       sizes: the number of real examples in each real step's batch.
+      release: called by the loop once every device has finished the program
+        that read ``xs`` (its outputs are ready): the host buffers ``xs`` was
+        placed from may then be refilled. ``None`` when nothing is lent.
     """
 
     xs: Any
     first_step: int
     steps: int
     sizes: tuple[int, ...]
+    release: Callable[[], None] | None = None
 
 
 def check_global_batch(batch_size: int, num_replicas: int, what: str = "batch_size") -> None:
@@ -92,11 +96,14 @@ def _leading(tree) -> int:
 
 
 def _as_host(tree):
-    return jax.tree.map(np.asarray, tree)
+    return jax.tree.map(host_array, tree)
 
 
 class _Placer:
     """Places stacked host arrays on the strategy's mesh, split on the batch axis (axis 1).
+
+    Without a copy: the adapters own what they place (lent buffers, fresh
+    gathers) or read the user's arrays only while ``fit`` runs.
 
     ``stacked_put``/``replicated_put`` take the same value on every process
     (one process: a plain ``device_put``); ``local_put`` takes this process's
@@ -110,17 +117,13 @@ class _Placer:
         self.multi_process = strategy._num_processes > 1
 
     def stacked_put(self, tree):
-        if self.multi_process:
-            return put_global(tree, self.stacked)
-        return jax.device_put(tree, self.stacked)
+        return put(tree, self.stacked, copy=False)
 
     def replicated_put(self, tree):
-        if self.multi_process:
-            return put_global(tree, self.replicated)
-        return jax.device_put(tree, self.replicated)
+        return put(tree, self.replicated, copy=False)
 
     def local_put(self, tree):
-        return self.strategy._global_batch(tree, stacked=True)
+        return self.strategy._global_batch(tree, stacked=True, copy=False)
 
 
 class ArrayAdapter:
@@ -254,9 +257,7 @@ class IterableAdapter:
         self.batch_size: int | None = None
         self.resident = False
         self.data = None
-        self._buffer_spec = None
-        self._buffers = None
-        self._turn = 0
+        self._pool = _BufferPool()
 
     def _epoch_iterator(self, epoch: int) -> Iterator:
         # Keras: a fresh pass per epoch, unless steps_per_epoch was given (then one
@@ -292,18 +293,19 @@ class IterableAdapter:
                 return
 
     def _stack(self, batches: list, first: int) -> Execution:
-        """Copies the batches into reused host buffers ``[N, batch, ...]``, then to the devices.
+        """Copies the batches into lent host buffers ``[N, batch, ...]``, then to the devices.
 
         Reusing buffers avoids allocating (and page-faulting) N fresh batches per
-        execution, which cost more than the training step here. On CPU,
-        ``device_put`` may alias an aligned numpy buffer instead of copying it
-        (``may_alias=False`` is not honoured for numpy), so a buffer is refilled
-        only when its execution is certainly finished: ``_BUFFER_SETS`` sets
-        rotate, and the consumer (``Model._run_epoch``/``predict``) waits for
-        execution ``k - 1`` before taking ``k + 1``, while this producer runs at
-        most two executions ahead of the one dispatched. Rows past a short batch
-        are zeroed and masked; steps past the last batch are left as they are
-        (the program skips them).
+        execution, which costs more than the training step here. A buffer set is
+        lent to one execution (``_BufferPool``) and comes back only through
+        ``Execution.release``, which the loop calls once every device has
+        finished the program that read it: JAX may alias the memory of a numpy
+        array it is given (CPU) or copy from it asynchronously (GPU), so nothing
+        writes a placed buffer before then, whatever the timing. Buffers hold
+        JAX's canonical dtypes (``host_array``) and are handed over as new array
+        objects, so JAX never converts, nor finds a copy it cached for the same
+        object. Rows past a short batch repeat a real row and are masked; steps
+        past the last batch keep what they held (the program skips them).
         """
         parts = [split_batch(_as_host(b)) for b in batches]
         sizes = [_leading(p[0]) for p in parts]
@@ -319,13 +321,15 @@ class IterableAdapter:
                 "static shapes). Batch the data with one batch size."
             )
         has_y = parts[0][1] is not None
+        buffers = None
         for i, ((x, y, sw), size) in enumerate(zip(parts, sizes, strict=True)):
             sw = np.ones(size, np.float32) if sw is None else np.asarray(sw, np.float32)
             if self._class_weight is not None:
                 sw = sw.reshape(size) * _class_weights(self._class_weight, y)
             y = y if has_y else np.zeros(size, np.float32)
             row = (x, y, sw.reshape(size), np.ones(size, np.float32))
-            buffers = self._buffers_for(row)[self._turn]
+            if buffers is None:
+                buffers = self._pool.take(self._spec(row))
             leaves = list(zip(jax.tree.leaves(buffers), jax.tree.leaves(row), strict=True))
             for n, (buf, a) in enumerate(leaves):
                 buf[i, :size] = a
@@ -335,28 +339,57 @@ class IterableAdapter:
                     # sample weight and mask (the last two leaves) are zero there.
                     buf[i, size:] = 0 if n >= len(leaves) - 2 else a[:1]
         put = self._placer.local_put if self.process_local else self._placer.stacked_put
-        placed = put(self._buffers[self._turn])
-        self._turn = (self._turn + 1) % _BUFFER_SETS
-        return Execution(placed, first, len(parts), tuple(sizes))
+        placed = put(jax.tree.map(np.ndarray.view, buffers))
+        return Execution(placed, first, len(parts), tuple(sizes), self._pool.lender(buffers))
 
-    def _buffers_for(self, row):
-        def shape(a):
-            return (self.n, self.batch_size, *np.shape(a)[1:])
+    def _spec(self, row):
+        """The buffers' structure, shapes and dtypes for rows like ``row``; one per adapter."""
 
-        want = jax.tree.map(lambda a: (shape(a), np.asarray(a).dtype), row)
-        if self._buffer_spec != want:
-            if self._buffer_spec is not None:
-                raise ValueError(
-                    "Every batch must have the same structure, shapes (but the batch size) and "
-                    f"dtypes; the first was {self._buffer_spec}, now {want}. Fix the input "
-                    "pipeline so that its batches agree."
-                )
-            self._buffer_spec = want
-            self._buffers = [
-                jax.tree.map(lambda a: np.zeros(shape(a), np.asarray(a).dtype), row)
-                for _ in range(_BUFFER_SETS)
-            ]
-        return self._buffers
+        def spec(a):
+            a = np.asarray(a)
+            return jax.ShapeDtypeStruct((self.n, self.batch_size, *a.shape[1:]), a.dtype)
+
+        return jax.tree.map(spec, row)
+
+
+class _BufferPool:
+    """Host buffer sets for stacked batches, each lent to one execution at a time.
+
+    ``take`` lends a free set (allocating one when none is free: at most the
+    executions in flight plus those read ahead exist at once); the lender it
+    returns gives the set back. The first ``take`` fixes the spec: every
+    batch must have the same structure, shapes (but the batch size) and dtypes.
+    """
+
+    def __init__(self):
+        self._spec = None
+        self._free: list = []
+        self._lock = threading.Lock()
+
+    def take(self, spec):
+        with self._lock:
+            if self._spec != spec:
+                if self._spec is not None:
+                    raise ValueError(
+                        "Every batch must have the same structure, shapes (but the batch size) "
+                        f"and dtypes; the first was {self._spec}, now {spec}. Fix the input "
+                        "pipeline so that its batches agree."
+                    )
+                self._spec = spec
+            if self._free:
+                return self._free.pop()
+        return jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), spec)
+
+    def lender(self, buffers) -> Callable[[], None]:
+        """A function that gives ``buffers`` back to the pool (once; later calls do nothing)."""
+        lent = [buffers]
+
+        def release() -> None:
+            with self._lock:
+                if lent:
+                    self._free.append(lent.pop())
+
+        return release
 
 
 def _known_length(iterable) -> int | None:

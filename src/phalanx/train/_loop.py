@@ -4,8 +4,10 @@
 dispatches execution ``k + 1`` before fetching the results of ``k``, so the
 devices always have the next program queued while the host reads logs and
 calls callbacks, and never more than two are in flight (DESIGN.md: unbounded
-dispatch deadlocks XLA's CPU collectives). Streamed input relies on that
-bound too (``_adapter.IterableAdapter`` reuses host buffers).
+dispatch deadlocks XLA's CPU collectives). Once an execution's results are
+fetched and all its outputs are ready on every device, the loop calls its
+``release``: the host buffers it was placed from (``_adapter.IterableAdapter``
+lends them) may be refilled from then on, and not before.
 """
 
 from __future__ import annotations
@@ -50,13 +52,27 @@ def pipelined(
             beat(ex.first_step)
             result = dispatch(ex)
             if pending is not None:
-                yield pending[0], fetch(*pending)
+                yield pending[0], _finish(fetch, *pending)
             pending = (ex, result)
             if not ahead:
-                yield pending[0], fetch(*pending)
+                yield pending[0], _finish(fetch, *pending)
                 pending = None
         if pending is not None:
-            yield pending[0], fetch(*pending)
+            yield pending[0], _finish(fetch, *pending)
+
+
+def _finish(fetch: Callable[[Any, Any], Any], ex, result) -> Any:
+    """Fetches an execution's results, then gives back what its input borrowed.
+
+    The fetch may read one device's shard of a replicated value; the release
+    waits for every output on every device, so no device still reads the input.
+    """
+    fetched = fetch(ex, result)
+    release = getattr(ex, "release", None)
+    if release is not None:
+        jax.block_until_ready(result)
+        release()
+    return fetched
 
 
 def may_act_per_batch(cbs, kind: str) -> bool:
