@@ -10,7 +10,7 @@ from ..errors import PaddingError, StructureMismatchError
 from . import _fast_path as fp
 from . import _structure as st
 from ._dataset import Dataset, check_positive
-from ._iterator import DatasetIterator
+from ._iterator import DatasetIterator, state_int
 from ._map import _safe_state, _unwrap_state
 from ._options import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
 from ._structure import TensorSpec
@@ -84,7 +84,7 @@ class _BatchIterator(DatasetIterator):
         return {"n": self.n, "child": self.child.get_state()}
 
     def set_state(self, state):
-        self.n = int(state["n"])
+        self.n = state_int(state, "n", what="batches already made")
         self.child.set_state(state["child"])
 
 

@@ -202,10 +202,64 @@ class AccessIterator(IndexIterator):
         return self.base.get(self.pos - 1)
 
     def get_state(self) -> dict[str, Any]:
-        return {"i": self.pos}
+        return {"i": self.pos, "n": self.n}
 
     def set_state(self, state: dict[str, Any]) -> None:
-        self.pos = int(state["i"])
+        check_length(state, self.n, type(self.base).__name__)
+        self.pos = state_int(state, "i", high=self.n, what="position")
+
+
+def state_int(
+    state: Any, key: str, *, low: int = 0, high: int | None = None, what: str = ""
+) -> int:
+    """``state[key]`` as an int in ``[low, high]``, or an ``IteratorStateError`` saying why not.
+
+    A state is data from outside (a checkpoint file): a tampered or foreign one
+    must not make the pipeline yield elements that were never in the dataset.
+    """
+    if not isinstance(state, dict) or key not in state:
+        raise IteratorStateError(
+            f"set_state: the iterator state has no {key!r} ({what or 'position'}) where the "
+            f"pipeline expects one; got {str(state)[:80]}. The state is damaged or from another "
+            "pipeline: restore a state saved by get_state() of the same pipeline."
+        )
+    value = state[key]
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise IteratorStateError(
+            f"set_state: {key!r} ({what or 'position'}) must be an int, got {value!r} of type "
+            f"{type(value).__name__}. The state is damaged: restore one saved by get_state()."
+        )
+    if value < low or (high is not None and value > high):
+        bound = f"[{low}, {high}]" if high is not None else f">= {low}"
+        raise IteratorStateError(
+            f"set_state: {key!r} ({what or 'position'}) is {int(value)}, outside {bound} for this "
+            "pipeline. The state was altered, or saved on other data (another number of "
+            "elements): restore a state saved by get_state() on the same data."
+        )
+    return int(value)
+
+
+def check_length(state: Any, length: int, what: str) -> None:
+    """Raises ``IteratorStateError`` when ``state`` was saved on data of another length."""
+    saved = state.get("n") if isinstance(state, dict) else None
+    if saved is not None and saved != length:
+        raise IteratorStateError(
+            f"set_state: the state was saved on data of {saved!r} elements ({what}), but this "
+            f"dataset has {length}. Restore it on the same data, or start this dataset afresh."
+        )
+
+
+def replay(iterator: Any, count: int, what: str) -> None:
+    """Advances ``iterator`` by ``count`` elements, or says the data is shorter than the state."""
+    for done in range(count):
+        try:
+            next(iterator)
+        except StopIteration:
+            raise IteratorStateError(
+                f"set_state: the state was saved after {count} elements of {what}, but this "
+                f"data has only {done}. It was saved on other data: restore it on the same "
+                "data, or start this dataset afresh."
+            ) from None
 
 
 class Iterator:
@@ -281,17 +335,29 @@ class Iterator:
                 f"got {type(state).__name__} {str(state)[:80]}."
             )
         mine = self._dataset._signature()
-        if state["pipeline"] != mine:
+        if state.get("pipeline") != mine:
             raise IteratorStateError(
                 "set_state got the state of a different pipeline: it was saved from "
-                f"{state['pipeline']!r}, this iterator's dataset is {mine!r}. Rebuild the dataset "
+                f"{state.get('pipeline')!r}, this iterator's dataset is {mine!r}. Rebuild the dataset "
                 "with the same transformations before restoring."
             )
+        iteration = state_int(state, "iteration", what="pass over the dataset")
+        root_seed = state_int(state, "root_seed", low=-(2**63), high=2**64 - 1, what="seed")
+        if "node" not in state:
+            state_int(state, "node")  # raises, naming the missing key
         self._node.close()
-        self._iteration = int(state["iteration"])
-        self._root_seed = int(state["root_seed"])
+        self._iteration, self._root_seed = iteration, root_seed
         self._node = self._dataset._iterator(IterCtx(self._root_seed, (self._iteration,)))
-        self._node.set_state(state["node"])
+        try:
+            self._node.set_state(state["node"])
+        except IteratorStateError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, StopIteration) as e:
+            raise IteratorStateError(
+                f"set_state: the iterator state of {mine!r} is damaged ({type(e).__name__}: "
+                f"{e}); restore a state saved by get_state() of the same pipeline on the same "
+                "data."
+            ) from None
 
     def close(self) -> None:
         """Stop the iterator's background threads (also done when it is garbage-collected)."""

@@ -36,6 +36,7 @@ import numpy as np
 from ..errors import AutoShardError, BatchNotDivisibleError, DatasetArgumentError
 from ._batch import BatchDataset
 from ._dataset import Dataset, check_positive
+from ._iterator import state_int
 from ._map import OptionsDataset, RepeatDataset, SkipDataset, TakeDataset, _PassIndex
 from ._options import AutoShardPolicy
 from ._sources import FileSourceDataset
@@ -101,7 +102,7 @@ class _ShardIterator(_PassIndex):
         return {"pos": self.pos, "child": self.child.get_state()}
 
     def set_state(self, state):
-        self.pos = int(state["pos"])
+        self.pos = state_int(state, "pos", what="position in the shard")
         self.child.set_state(state["child"])
 
 

@@ -37,7 +37,14 @@ from typing import Any
 import numpy as np
 
 from ._dataset import Dataset, check_positive
-from ._iterator import DatasetIterator, IndexIterator, IterCtx
+from ._iterator import (
+    DatasetIterator,
+    IndexIterator,
+    IterCtx,
+    check_length,
+    replay,
+    state_int,
+)
 
 CHUNK = 8192
 MAX_INDEXED = 1 << 25  # larger random-access inputs shuffle element by element
@@ -141,10 +148,11 @@ class _ShuffleIndexIterator(IndexIterator):
         return self.base.get(int(self.order[self.k - 1]))
 
     def get_state(self):
-        return {"k": self.k}
+        return {"k": self.k, "n": len(self.base)}
 
     def set_state(self, state):
-        self.k = int(state["k"])
+        check_length(state, len(self.base), "shuffle")
+        self.k = state_int(state, "k", high=len(self.base), what="elements already shuffled out")
 
 
 class _ShuffleBufferIterator(DatasetIterator):
@@ -198,5 +206,4 @@ class _ShuffleBufferIterator(DatasetIterator):
     def set_state(self, state):
         self.child.close()
         self.__init__(self.input, self.ctx, self.size, self.words)
-        for _ in range(int(state["k"])):
-            next(self)
+        replay(self, state_int(state, "k", what="elements already shuffled out"), "shuffle")

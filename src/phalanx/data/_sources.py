@@ -17,7 +17,15 @@ from ..errors import (
 )
 from . import _structure as st
 from ._dataset import Dataset
-from ._iterator import AccessIterator, ArraysAccess, DatasetIterator, IndexIterator, RandomAccess
+from ._iterator import (
+    AccessIterator,
+    ArraysAccess,
+    DatasetIterator,
+    IndexIterator,
+    RandomAccess,
+    replay,
+    state_int,
+)
 from ._options import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
 from ._structure import TensorSpec
 
@@ -209,10 +217,10 @@ class _GeneratorIterator(DatasetIterator):
         return {"n": self.n}
 
     def set_state(self, state):
+        n = state_int(state, "n", what="elements already generated")
         self.it = iter(self.ds._gen(*self.ds._args))
-        for _ in range(int(state["n"])):
-            next(self.it)
-        self.n = int(state["n"])
+        replay(self.it, n, "the generator")
+        self.n = n
 
 
 class ZipAccess(RandomAccess):
@@ -466,7 +474,8 @@ class _FileIterator(DatasetIterator):
 
     def set_state(self, state):
         self._close_file()
-        self.file, self.record = int(state["file"]), int(state["record"])
+        self.file = state_int(state, "file", high=len(self.ds._filenames), what="file index")
+        self.record = state_int(state, "record", what="record in the file")
 
 
 class ListFilesDataset(FileSourceDataset):
