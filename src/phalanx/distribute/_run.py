@@ -23,12 +23,30 @@ takes one abstract trace (``jax.eval_shape``) before the first compile of each
 signature; programs are cached by ``fn``, argument structure, shapes, dtypes,
 kinds and static values, so the second call with the same signature neither
 traces nor compiles.
+
+**At most ``MAX_IN_FLIGHT`` executions in flight.** ``run`` returns as soon as
+step ``k`` is dispatched, after waiting for step ``k - MAX_IN_FLIGHT`` to finish
+(as ``fit`` does): XLA:CPU's collectives over simulated devices deadlock, then
+abort the process, when hundreds of executions are queued without a wait
+(DESIGN.md), and a custom loop that never reads a result would queue them all.
+Waiting on a step two behind costs nothing on a busy device.
+
+**Inside a compiled function** (``jax.jit``, ``lax.scan``, ``lax.fori_loop``: the
+seeds' ``tf.function`` with a ``tf.range`` loop of steps), arguments are
+tracers, which carry no sharding ``run`` could read. There, as for plain
+tensors in ``tf.function``, an array is given whole to every replica, unless
+it is a ``PerReplica``; ``strategy.shard_batch(batch)`` inside the compiled
+function returns the batch as a ``PerReplica`` of its replicas' rows (each
+replica gets ``[batch/N, ...]``, as outside). Outputs are classified as
+outside: ``PerReplica`` (of tracers) where they vary, plain tracers where not.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +72,7 @@ _TRACE_ERRORS = (
     jax.errors.UnexpectedTracerError,
 )
 _CACHE_SIZE = 128
+MAX_IN_FLIGHT = 2
 
 PER_REPLICA, BATCH, REPLICATED, STATIC = "per_replica", "batch", "replicated", "static"
 
@@ -75,6 +94,11 @@ def is_varying(x: jax.Array, axis: str) -> bool:
     return axis in varying
 
 
+def is_traced(x: Any) -> bool:
+    """Whether ``x`` is an abstract value of a function being compiled (no data, no sharding)."""
+    return isinstance(x, jax.core.Tracer)
+
+
 def _classify(strategy: Strategy, leaf: Any, wrapper: type | None) -> _Leaf:
     if wrapper is None and isinstance(leaf, _STATIC_TYPES):
         return _Leaf(STATIC, (type(leaf), leaf))
@@ -87,7 +111,7 @@ def _classify(strategy: Strategy, leaf: Any, wrapper: type | None) -> _Leaf:
     if wrapper is PerReplica:
         check_replica_axis(leaf, strategy.num_replicas_in_sync)
         return _Leaf(PER_REPLICA, signature)
-    axis = strategy._batch_axis(leaf) if wrapper is None else None
+    axis = strategy._batch_axis(leaf) if wrapper is None and not is_traced(leaf) else None
     if axis is not None:
         return _Leaf(BATCH, signature, axis)
     return _Leaf(REPLICATED, signature)
@@ -189,7 +213,12 @@ class _Program:
         return jax.ShapeDtypeStruct(shape, dtype)
 
     def __call__(self, leaves: list) -> Any:
-        placed = [self.strategy._place(leaves[i], self.kinds[i].kind) for i in self.dynamic]
+        placed = [
+            leaves[i]
+            if is_traced(leaves[i])
+            else self.strategy._place(leaves[i], self.kinds[i].kind)
+            for i in self.dynamic
+        ]
         outs = self.jitted(*placed)
         wrapped = [PerReplica(o) if v else o for o, v in zip(outs, self.varying, strict=True)]
         return jax.tree.unflatten(self.out_tree, wrapped)
@@ -201,6 +230,8 @@ class RunCache:
     def __init__(self, strategy: Strategy):
         self._strategy = strategy
         self._programs: collections.OrderedDict[Any, _Program] = collections.OrderedDict()
+        self._in_flight: collections.deque[jax.Array] = collections.deque()
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._programs)
@@ -216,7 +247,24 @@ class RunCache:
                 self._programs.popitem(last=False)
         else:
             self._programs.move_to_end(key)
-        return program(leaves)
+        out = program(leaves)
+        self._bound_in_flight(out)
+        return out
+
+    def _bound_in_flight(self, out: Any) -> None:
+        """Waits for the execution ``MAX_IN_FLIGHT`` before this one (module docstring)."""
+        leaves = [x for x in jax.tree.leaves(out) if isinstance(x, jax.Array)]
+        if not leaves or is_traced(leaves[0]):
+            return
+        with self._lock:
+            self._in_flight.append(leaves[0])
+            done = []
+            while len(self._in_flight) > MAX_IN_FLIGHT:
+                done.append(self._in_flight.popleft())
+        for x in done:
+            # A result the caller deleted already (x.delete()) has nothing to wait for.
+            with contextlib.suppress(RuntimeError):
+                x.block_until_ready()
 
     def _compile(self, fn, top_tree, groups, kinds) -> _Program:
         try:

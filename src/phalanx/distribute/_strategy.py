@@ -27,7 +27,7 @@ from ._input import DistributedDataset, InputContext, InputOptions
 from ._placement import host_arrays, put
 from ._reduce_op import ReduceOp
 from ._replica_context import ReplicaContext
-from ._run import RunCache
+from ._run import RunCache, is_traced
 from ._values import Mirrored, PerReplica, check_replica_axis
 
 REPLICA_AXIS = "replica"
@@ -124,7 +124,7 @@ class Strategy:
 
     def _batch_axis(self, x: Any) -> int | None:
         """The axis of ``x`` split over the replicas, or None if ``x`` is not split."""
-        if not isinstance(x, jax.Array) or x.ndim == 0:
+        if not isinstance(x, jax.Array) or x.ndim == 0 or is_traced(x):
             return None
         sharding = x.sharding
         if isinstance(sharding, NamedSharding):
@@ -144,7 +144,7 @@ class Strategy:
         return self._batch_axis(x) == 0
 
     def _place(self, x: Any, kind: str) -> jax.Array:
-        if kind == "batch":  # already split over the replicas, on whichever axis
+        if kind == "batch" or is_traced(x):  # already split, or placed by the compiled program
             return x
         target = self._replicated if kind == "replicated" else self._batch_sharding
         # Exactly this sharding: an equivalent one (a single-device array on a one-device
@@ -159,6 +159,11 @@ class Strategy:
         The result is what iterating a distributed dataset yields, and what
         ``run`` splits into per-replica slices. With several processes, every
         process passes the same global batch and places the rows its devices hold.
+
+        Inside a compiled function (``jax.jit``, ``lax.scan``), where arrays carry
+        no sharding ``run`` can read, it returns ``PerReplica`` of each replica's
+        rows (leaves ``[N, batch/N, ...]``): pass that to ``run`` for the same
+        split as outside.
 
         Args:
           batch: a pytree of arrays whose leading axis is the global batch.
@@ -182,6 +187,8 @@ class Strategy:
                 raise BatchNotDivisibleError.of(
                     x.shape[0], n, hint="Or batch the dataset with drop_remainder=True."
                 )
+            if is_traced(x):
+                return x.reshape((n, x.shape[0] // n, *x.shape[1:]))
             if isinstance(x, jax.Array) and self._batch_axis(x) == 0:
                 return x
             return put(x, self._batch_sharding)  # the same global batch on every process
@@ -189,6 +196,8 @@ class Strategy:
         leaves = jax.tree.leaves(batch)
         if leaves and np.ndim(leaves[0]):
             self._check_batch(int(np.shape(leaves[0])[0]))
+        if any(is_traced(x) for x in leaves):
+            return PerReplica(jax.tree.map(shard, batch))
         return jax.tree.map(shard, batch)
 
     def _check_batch(self, global_batch: int) -> None:
@@ -322,6 +331,8 @@ class Strategy:
         """Whether ``x`` is an array held whole by every replica of this strategy's mesh."""
         if not isinstance(x, jax.Array):
             return False
+        if is_traced(x):  # inside a compiled function: on the devices, like run's outputs
+            return True
         sharding = x.sharding
         if isinstance(sharding, NamedSharding):
             return sharding.mesh == self._mesh and all(a is None for a in sharding.spec)
