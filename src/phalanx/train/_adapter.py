@@ -423,10 +423,17 @@ def make_adapter(
       BatchNotDivisibleError: the global batch does not split over the replicas.
     """
     if is_array_like(x):
-        batch_size = 32 if batch_size is None else batch_size
+        if batch_size is None:
+            batch_size, hint = _default_batch_size(x, y, sample_weight, steps)
+        else:
+            hint = ""
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}.")
-        check_global_batch(batch_size, strategy.num_replicas_in_sync)
+        replicas = strategy.num_replicas_in_sync
+        if batch_size % replicas:
+            raise BatchNotDivisibleError.of(
+                batch_size, replicas, what="global batch_size", hint=hint
+            )
         return ArrayAdapter(
             x,
             y,
@@ -456,6 +463,25 @@ def make_adapter(
         process_local=process_local,
         steps=steps,
         class_weight=class_weight,
+    )
+
+
+def _default_batch_size(x, y, sample_weight, steps) -> tuple[int, str]:
+    """Keras's batch size for arrays given no ``batch_size``, and how it was chosen.
+
+    ``ceil(N / steps)`` when ``steps`` (``steps_per_epoch``, or evaluate's
+    ``steps``) is given, so one epoch covers the arrays once; else 32.
+    """
+    if steps is None:
+        return 32, "(batch_size defaults to 32: pass batch_size=.)"
+    present = [t for t in (x, y, sample_weight) if t is not None]
+    n = _leading(present)
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps_per_epoch must be a positive int, got {steps!r}.")
+    size = max(1, math.ceil(n / steps))
+    return size, (
+        f"With no batch_size, it is ceil({n} / {steps}) = {size} (the examples over "
+        "steps_per_epoch, as Keras): pass batch_size= explicitly."
     )
 
 
