@@ -81,9 +81,12 @@ def _generator(x, y, batch):
 
 def _fit(devices, spe, weights0, data, source="dataset"):
     x, y = data
-    model = _model(_strategy(devices), weights0, spe)
-    if source == "dataset":
+    strategy = _strategy(devices)
+    model = _model(strategy, weights0, spe)
+    if source in ("dataset", "distributed"):
         inputs = phalanx.data.Dataset.from_tensor_slices((x, y)).shuffle(N, seed=1).batch(16)
+        if source == "distributed":
+            inputs = strategy.experimental_distribute_dataset(inputs)
     else:
         inputs = phalanx.data.Dataset.from_generator(
             _generator(x, y, 16),
@@ -92,7 +95,7 @@ def _fit(devices, spe, weights0, data, source="dataset"):
                 phalanx.data.TensorSpec((None,), np.int64),
             ),
         ).repeat()
-    kwargs = {} if source == "dataset" else {"steps_per_epoch": N // 16}
+    kwargs = {"steps_per_epoch": N // 16} if source == "generator" else {}
     history = model.fit(inputs, epochs=3, verbose=0, **kwargs)
     ds = phalanx.data.Dataset.from_tensor_slices((x, y)).batch(24)
     evaluated = model.evaluate(ds, verbose=0)
@@ -138,10 +141,17 @@ def test_fit_on_a_dataset_gives_one_result(devices, spe, data, weights0, referen
 
 
 @pytest.mark.parametrize("devices,spe", [(2, 1), (8, 3)])
-def test_fit_on_a_generator_gives_one_result(devices, spe, data, weights0, reference):
+def test_fit_on_a_generator_gives_one_result(devices, spe, data, weights0):
     runs = [_fit(devices, spe, weights0, data, source="generator") for _ in range(REPEATS)]
     _assert_identical(runs)
-    np.testing.assert_allclose(runs[0]["predict"].shape, reference["predict"].shape)
+    _assert_close(runs[0], _fit(1, 1, weights0, data, source="generator"))
+
+
+@pytest.mark.parametrize("devices,spe", [(2, 1), (8, 3)])
+def test_fit_on_a_distributed_dataset_gives_one_result(devices, spe, data, weights0, reference):
+    runs = [_fit(devices, spe, weights0, data, source="distributed") for _ in range(REPEATS)]
+    _assert_identical(runs)
+    _assert_close(runs[0], reference)
 
 
 def _busy(stop: threading.Event) -> None:
