@@ -11,14 +11,8 @@ loss; a metric accumulated across replicas.
 
 from __future__ import annotations
 
-import os
-
-import jax
-
-if os.environ.get("PHALANX_CPU_DEVICES"):
-    jax.config.update("jax_num_cpu_devices", int(os.environ["PHALANX_CPU_DEVICES"]))
-
 import flax.nnx as nnx
+import jax
 import jax.numpy as jnp
 import optax
 
@@ -37,14 +31,16 @@ def main() -> dict:
     (x, y), (xt, yt) = phalanx.datasets.digits.load_data()
 
     def dataset_fn(ctx: phalanx.InputContext):
-        batch = ctx.get_per_replica_batch_size(global_batch) * (
-            ctx.num_replicas_in_sync // ctx.num_input_pipelines
-        )
+        batch = ctx.get_per_replica_batch_size(global_batch)  # as in TensorFlow
         ds = phalanx.data.Dataset.from_tensor_slices((x, y))
         ds = ds.shard(ctx.num_input_pipelines, ctx.input_pipeline_id)
         return ds.shuffle(len(x), seed=0).batch(batch, drop_remainder=True).prefetch(2)
 
-    dist_dataset = strategy.distribute_datasets_from_function(dataset_fn)
+    # Each replica takes one per-replica batch per step; a last step with fewer batches
+    # than replicas is skipped (TensorFlow would run it with some replicas idle).
+    dist_dataset = strategy.distribute_datasets_from_function(
+        dataset_fn, options=phalanx.InputOptions(partial_batch="drop")
+    )
 
     with strategy.scope():
         model = phalanx.Sequential(

@@ -63,25 +63,84 @@ def test_global_batch_not_divisible_by_replicas(mirrored8):
         next(iter(mirrored8.experimental_distribute_dataset(ds)))
 
 
-def test_distribute_datasets_from_function(mirrored8):
-    global_batch = 16
+def test_distribute_datasets_from_function_gives_each_replica_one_batch(strategy):
+    """TensorFlow's contract: dataset_fn batches per replica; each replica takes one a step."""
+    n = strategy.num_replicas_in_sync
+    per_replica, steps = 3, 4
+    x = np.arange(per_replica * n * steps * 2, dtype=np.float32).reshape(-1, 2)
     calls = []
 
     def dataset_fn(ctx: InputContext):
         calls.append(ctx)
-        per_replica = ctx.get_per_replica_batch_size(global_batch)
-        ds, _, _ = _ds(n=64, batch=1)
-        return (
-            ds.unbatch()
-            .shard(ctx.num_input_pipelines, ctx.input_pipeline_id)
-            .batch(per_replica * 8)
-        )
+        batch = ctx.get_per_replica_batch_size(per_replica * n)
+        ds = Dataset.from_tensor_slices(x).shard(ctx.num_input_pipelines, ctx.input_pipeline_id)
+        return ds.batch(batch)
 
-    batches = list(mirrored8.distribute_datasets_from_function(dataset_fn))
-    assert len(calls) == 1
-    assert calls[0] == InputContext(1, 0, 8)
-    assert len(batches) == 4
-    assert batches[0][0].shape == (16, 2)
+    dist = strategy.distribute_datasets_from_function(dataset_fn)
+    assert calls == [InputContext(1, 0, n)]
+    batches = list(dist)
+    assert len(batches) == steps
+    for k, b in enumerate(batches):
+        assert b.shape == (per_replica * n, 2)  # the global batch: per-replica x replicas
+        for i, part in enumerate(strategy.experimental_local_results(b)):
+            first = (k * n + i) * per_replica  # replica i takes element k*n + i
+            np.testing.assert_array_equal(part, x[first : first + per_replica])
+    stacked = list(dist.stacked(3))
+    assert [b.shape for b in stacked] == [(3, per_replica * n, 2), (1, per_replica * n, 2)]
+    np.testing.assert_array_equal(
+        np.concatenate([np.asarray(b) for b in stacked])[0], x[: per_replica * n]
+    )
+
+
+def test_distribute_datasets_from_function_state_and_partial_last_step(mirrored8):
+    x = np.arange(8 * 3 * 2 + 5, dtype=np.float32)
+    dist = mirrored8.distribute_datasets_from_function(
+        lambda ctx: Dataset.from_tensor_slices(x).batch(3)
+    )
+    it = iter(dist)
+    next(it)
+    state = it.get_state()
+    second = np.asarray(next(it))
+    resumed = iter(dist)
+    resumed.set_state(state)
+    np.testing.assert_array_equal(np.asarray(next(resumed)), second)
+    # 5 examples are left: fewer batches than replicas, refused with the numbers.
+    with pytest.raises(
+        BatchNotDivisibleError, match="partial batch of 5 examples after batches of 24"
+    ):
+        next(resumed)
+    drop = InputOptions(partial_batch="drop")
+    dist = mirrored8.distribute_datasets_from_function(
+        lambda ctx: Dataset.from_tensor_slices(x).batch(3), options=drop
+    )
+    assert [b.shape for b in dist] == [(24,), (24,)]
+
+
+def test_guide_dataset_fn_of_25_trains_with_global_batch_200_in_fit(mirrored8):
+    """The guide's ``lambda _: get_dataset(25)`` on 8 replicas: fit's global batch is 200."""
+    from phalanx import layers
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(800, 4)).astype(np.float32)
+    y = (x @ np.arange(1.0, 5.0, dtype=np.float32)).astype(np.float32)
+
+    def get_dataset(batch_size):
+        return Dataset.from_tensor_slices((x, y)).batch(batch_size)
+
+    def train(data):
+        with mirrored8.scope():
+            model = phalanx.Sequential([layers.Input(shape=(4,)), layers.Dense(1)])
+            model.compile(optimizer="sgd", loss="mse")
+        model.set_weights([np.full((4, 1), 0.1, np.float32), np.zeros(1, np.float32)])
+        history = model.fit(data, epochs=2, verbose=0)
+        return model, history
+
+    model, history = train(mirrored8.distribute_datasets_from_function(lambda _: get_dataset(25)))
+    assert int(model._state.step) == 2 * 800 // 200
+    reference, ref_history = train(get_dataset(200))
+    np.testing.assert_allclose(history.history["loss"], ref_history.history["loss"], rtol=1e-5)
+    for a, b in zip(model.get_weights(), reference.get_weights(), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
 def test_input_context_batch_size_errors():

@@ -3,7 +3,11 @@
 ``strategy.experimental_distribute_dataset(dataset)`` takes a dataset of
 *global* batches; ``strategy.distribute_datasets_from_function(fn)`` calls
 ``fn(InputContext)`` once per input pipeline (one per process) for a dataset
-of that process's share of each global batch. Either way, iterating yields
+of *per-replica* batches, as TensorFlow: each step, each of the process's
+replicas takes the next one (replica ``i`` of ``k`` local replicas takes element
+``step * k + i``), so the global batch is the per-replica batch times the
+replicas (``_ReplicaBatches`` joins ``k`` consecutive elements into the
+process's share). Either way, iterating yields
 global ``jax.Array`` s sharded on the batch axis over the replicas
 (``strategy.batch_sharding``), built from each process's part with
 ``jax.make_array_from_process_local_data``: usable directly as ``strategy.run``
@@ -42,7 +46,10 @@ from typing import TYPE_CHECKING, Any
 import jax
 import numpy as np
 
+from ..data import Dataset
+from ..data._iterator import DatasetIterator
 from ..data._prefetch import background
+from ..data._structure import TensorSpec
 from ..errors import BatchNotDivisibleError
 
 if TYPE_CHECKING:
@@ -342,6 +349,92 @@ class DistributedIterator:
             self._it.close()
 
 
+class _ReplicaBatches(Dataset):
+    """Joins ``k`` consecutive elements (per-replica batches) on axis 0: a process's share.
+
+    The last element may join fewer (the pipeline ran out): a partial share,
+    which the partial-batch policy then handles. Checkpointable: each element
+    consumes whole input elements, so its state is the input's.
+    """
+
+    _input_attrs = ("_input",)
+
+    def __init__(self, input_dataset: Dataset, k: int):
+        self._input, self._k = input_dataset, k
+
+    def _iterator(self, ctx):
+        return _ReplicaBatchesIterator(self._input._iterator(ctx), self._k)
+
+    def _cardinality(self) -> int:
+        n = self._input._cardinality()
+        return n if n < 0 else -(-n // self._k)
+
+    def _compute_spec(self):
+        def joined(spec: TensorSpec) -> TensorSpec:
+            if not spec.shape:
+                return spec
+            lead = None if spec.shape[0] is None else spec.shape[0] * self._k
+            return TensorSpec((lead, *spec.shape[1:]), spec.dtype)
+
+        return jax.tree.map(
+            joined, self._input.element_spec, is_leaf=lambda s: isinstance(s, TensorSpec)
+        )
+
+
+class _ReplicaBatchesIterator(DatasetIterator):
+    def __init__(self, child: Any, k: int):
+        self.child, self.k = child, k
+
+    def __next__(self) -> Any:
+        return _join(self.child, self.k)
+
+    def children(self):
+        return [self.child]
+
+    def get_state(self):
+        return {"child": self.child.get_state()}
+
+    def set_state(self, state):
+        self.child.set_state(state["child"])
+
+
+class _ReplicaBatchesIterable:
+    """``_ReplicaBatches`` for a plain iterable of batches (not checkpointable)."""
+
+    def __init__(self, iterable: Any, k: int):
+        self._iterable, self._k = iterable, k
+
+    def __iter__(self):
+        it = iter(self._iterable)
+        while True:
+            try:
+                yield _join(it, self._k)
+            except StopIteration:
+                return
+
+
+def _join(it: Any, k: int) -> Any:
+    """The next ``k`` elements of ``it`` joined on axis 0 (fewer at its end)."""
+    parts = []
+    for _ in range(k):
+        try:
+            parts.append(jax.tree.map(np.asarray, next(it)))
+        except StopIteration:
+            break
+    if not parts:
+        raise StopIteration
+    for part in parts:
+        if any(np.ndim(a) == 0 for a in jax.tree.leaves(part)):
+            raise ValueError(
+                "distribute_datasets_from_function: dataset_fn must return a dataset of "
+                "per-replica batches (arrays with a leading batch axis); got an element with "
+                "a scalar. Batch it with .batch(ctx.get_per_replica_batch_size(global_batch))."
+            )
+    if len(parts) == 1:
+        return parts[0]
+    return jax.tree.map(lambda *a: np.concatenate(a), *parts)
+
+
 def _get_state(it: Any) -> Any:
     getter = getattr(it, "get_state", None)
     return getter() if callable(getter) else None
@@ -366,7 +459,9 @@ def _partial_message(strategy: Strategy, size: int, full: int) -> str:
     return (
         f"The dataset yielded a partial batch of {size} examples after batches of {full} "
         f"(this process's share of the global batch, over {strategy.num_replicas_in_sync} "
-        "replicas); a compiled step takes one shape. Batch with drop_remainder=True, or pass "
+        "replicas; from distribute_datasets_from_function, one per-replica batch for each of "
+        f"its {strategy._local_replicas} replicas); a compiled step takes one shape. Batch "
+        "with drop_remainder=True (and a number of batches that divides by the replicas), or pass "
         "options=phalanx.distribute.InputOptions(partial_batch='drop') to skip it, or "
         "partial_batch='pad' to get (batch, mask) pairs that count every example once."
     )
@@ -416,7 +511,7 @@ def _shared_seed() -> int:
 def distribute_datasets_from_function(
     strategy: Strategy, dataset_fn: Callable[[InputContext], Any], options: InputOptions | None
 ) -> DistributedDataset:
-    """``strategy.distribute_datasets_from_function``: one pipeline per process."""
+    """``strategy.distribute_datasets_from_function``: one pipeline of per-replica batches per process."""
     options = options or InputOptions()
     if not callable(dataset_fn):
         raise TypeError(
@@ -430,4 +525,10 @@ def distribute_datasets_from_function(
             f"dataset_fn must return a Dataset (or an iterable of batches), got "
             f"{type(dataset).__name__}."
         )
+    k = strategy._local_replicas
+    if k > 1:  # each local replica takes one per-replica batch per step
+        if isinstance(dataset, Dataset):
+            dataset = _ReplicaBatches(dataset, k)
+        else:
+            dataset = _ReplicaBatchesIterable(dataset, k)
     return DistributedDataset(strategy, dataset, options, per_process_batch=None)

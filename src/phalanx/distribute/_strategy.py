@@ -253,10 +253,21 @@ class Strategy:
     ) -> DistributedDataset:
         """Calls ``dataset_fn(InputContext)`` once per input pipeline (process).
 
-        ``dataset_fn`` returns this process's dataset, batched to its share of
-        the global batch (``ctx.get_per_replica_batch_size(global) * local
-        replicas``), and usually sharded with
-        ``dataset.shard(ctx.num_input_pipelines, ctx.input_pipeline_id)``.
+        As in TensorFlow, ``dataset_fn`` returns this process's dataset batched
+        with the *per-replica* batch size (``ctx.get_per_replica_batch_size
+        (global_batch)``), usually sharded with ``dataset.shard(ctx.num_input_pipelines,
+        ctx.input_pipeline_id)``. Each step, each of the process's replicas takes
+        the next batch, so the global batch is the per-replica batch times
+        ``num_replicas_in_sync``; iterating yields it as one global array split
+        over the replicas (replica ``i`` holds its own batch), as
+        ``experimental_distribute_dataset`` does.
+
+        Example:
+          >>> import numpy as np, phalanx
+          >>> s = phalanx.OneDeviceStrategy()
+          >>> fn = lambda ctx: phalanx.data.Dataset.range(8).batch(ctx.get_per_replica_batch_size(4))
+          >>> [b.shape for b in s.distribute_datasets_from_function(fn)]
+          [(4,), (4,)]
         """
         return _input.distribute_datasets_from_function(self, dataset_fn, options)
 

@@ -44,9 +44,9 @@ def main(out_dir: str, records_dir: str) -> None:
     strategy = phalanx.MultiWorkerMirroredStrategy()
 
     def dataset_fn(ctx):
-        per_process = ctx.get_per_replica_batch_size(GLOBAL_BATCH) * jax.local_device_count()
+        per_replica = ctx.get_per_replica_batch_size(GLOBAL_BATCH)  # as in TensorFlow
         ds = Dataset.range(EXAMPLES).shard(ctx.num_input_pipelines, ctx.input_pipeline_id)
-        return ds.shuffle(EXAMPLES, seed=ctx.input_pipeline_id).batch(per_process)
+        return ds.shuffle(EXAMPLES, seed=ctx.input_pipeline_id).batch(per_replica)
 
     from_function = strategy.distribute_datasets_from_function(dataset_fn)
     data = with_policy(Dataset.range(EXAMPLES).batch(GLOBAL_BATCH), AutoShardPolicy.DATA)

@@ -25,7 +25,8 @@ def main(out_dir: str) -> None:
         batches = 5 if ctx.input_pipeline_id == 0 else 4
         rng = np.random.default_rng(ctx.input_pipeline_id)
         x = rng.normal(size=(batches * per_process, 3)).astype(np.float32)
-        return phalanx.data.Dataset.from_tensor_slices((x, x.sum(1))).batch(per_process)
+        # Per-replica batches of 4 (TensorFlow's contract): one per local replica per step.
+        return phalanx.data.Dataset.from_tensor_slices((x, x.sum(1))).batch(4)
 
     with strategy.scope():
         model = phalanx.Sequential([layers.Input(shape=(3,)), layers.Dense(1)])
