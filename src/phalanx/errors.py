@@ -81,6 +81,26 @@ class NotBuiltError(PhalanxError, RuntimeError):
     """A network or layer was used before its weights exist (call ``build(input_shape)`` first)."""
 
 
+class MissingTargetsError(PhalanxError, ValueError):
+    """``fit``/``evaluate`` got inputs without targets ``y``, but the loss or metrics need them."""
+
+    @classmethod
+    def of(cls, where: str, needs: str, *, batch: int | None = None):
+        """The error for ``where`` (e.g. ``"fit's x"``) lacking targets that ``needs`` compares.
+
+        Example:
+          >>> print(MissingTargetsError.of("fit's x", "the loss 'mse'"))
+          fit's x has no targets (y), but the loss 'mse' compares predictions with targets. Pass them (fit(x, y), validation_data=(x_val, y_val)), or make the dataset yield (x, y) batches. A loss that ignores its targets still needs some: pass y=np.zeros(len(x)).
+        """
+        at = "" if batch is None else f" (batch {batch} has none, earlier ones had)"
+        return cls(
+            f"{where} has no targets (y){at}, but {needs} compares predictions with targets. "
+            "Pass them (fit(x, y), validation_data=(x_val, y_val)), or make the dataset yield "
+            "(x, y) batches. A loss that "
+            "ignores its targets still needs some: pass y=np.zeros(len(x))."
+        )
+
+
 class LearningRateError(PhalanxError, TypeError):
     """An optimizer state's learning rate cannot be read or set (no injected rate, or a schedule)."""
 

@@ -6,7 +6,7 @@ import pytest
 
 import phalanx
 from phalanx import layers
-from phalanx.errors import BatchNotDivisibleError
+from phalanx.errors import BatchNotDivisibleError, MissingTargetsError
 
 
 def _data(n=60, features=3):
@@ -41,3 +41,70 @@ def test_steps_per_epoch_batch_that_does_not_split_over_replicas_says_where_it_c
     model = _model(phalanx.MirroredStrategy(devices=jax.devices()[:8]))
     with pytest.raises(BatchNotDivisibleError, match=r"ceil\(60 / 4\).*batch_size="):
         model.fit(x, y, steps_per_epoch=4, verbose=0)
+
+
+# -- training without targets: raise, naming what is missing ---------------------------------
+
+
+def _x_only_dataset(x):
+    return phalanx.data.Dataset.from_tensor_slices(x).batch(10)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, x, y: m.fit(x, verbose=0),
+        lambda m, x, y: m.fit(x, batch_size=10, verbose=0),
+        lambda m, x, y: m.fit(_x_only_dataset(x), verbose=0),
+        lambda m, x, y: m.fit(phalanx.data.Dataset.from_tensor_slices((x,)).batch(10), verbose=0),
+        lambda m, x, y: m.evaluate(x, verbose=0),
+        lambda m, x, y: m.evaluate(_x_only_dataset(x), verbose=0),
+        lambda m, x, y: m.train_on_batch(x),
+    ],
+    ids=[
+        "fit-x",
+        "fit-x-batch",
+        "fit-dataset-x",
+        "fit-dataset-x-tuple",
+        "evaluate-x",
+        "evaluate-dataset-x",
+        "train_on_batch-x",
+    ],
+)
+def test_a_loss_without_targets_raises_naming_what_is_missing(call):
+    x, y = _data(20)
+    model = _model(lr=0.1)
+    before = None
+    with pytest.raises(MissingTargetsError, match=r"no targets \(y\).*the loss 'mse'"):
+        call(model, x, y)
+    if model.built:
+        before = model.get_weights()
+        model.fit(x, y, batch_size=10, verbose=0)  # still usable
+        assert not np.allclose(before[0], model.get_weights()[0])
+
+
+def test_validation_data_without_targets_raises_before_training():
+    x, y = _data(20)
+    model = _model(lr=0.1)
+    epochs = []
+    cb = phalanx.callbacks.LambdaCallback(on_epoch_begin=lambda e, logs: epochs.append(e))
+    with pytest.raises(MissingTargetsError, match=r"validation_data.*no targets"):
+        model.fit(x, y, batch_size=10, validation_data=(x,), callbacks=[cb], verbose=0)
+    assert epochs == []
+    with pytest.raises(MissingTargetsError, match=r"validation_data.*no targets"):
+        model.fit(x, y, batch_size=10, validation_data=_x_only_dataset(x), verbose=0)
+
+
+def test_a_dataset_that_drops_its_targets_midway_raises():
+    x, y = _data(20)
+    batches = [(x[:10], y[:10]), (x[10:],)]
+    model = _model(lr=0.1)
+    with pytest.raises(MissingTargetsError, match="batch 1"):
+        model.fit(iter(batches), verbose=0)
+
+
+def test_predict_needs_no_targets():
+    x, _ = _data(20)
+    model = _model()
+    assert model.predict(x, verbose=0).shape == (20, 1)
+    assert model.predict(_x_only_dataset(x), verbose=0).shape == (20, 1)

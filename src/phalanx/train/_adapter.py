@@ -53,7 +53,7 @@ from jax.sharding import PartitionSpec as P
 
 from ..data._prefetch import background
 from ..distribute._placement import host_array, put
-from ..errors import BatchNotDivisibleError
+from ..errors import BatchNotDivisibleError, MissingTargetsError
 
 RESIDENT_LIMIT_BYTES = 2 << 30
 
@@ -165,6 +165,8 @@ class ArrayAdapter:
         self.resident = nbytes <= RESIDENT_LIMIT_BYTES if resident is None else resident
         self._host = host
         self.data = self._placer.replicated_put(host) if self.resident else None
+        #: Whether the input holds targets ``y`` (the zeros put in their place are none).
+        self.has_targets = y is not None
 
     def _indices(self, epoch: int) -> np.ndarray:
         """The epoch's batch indices ``[steps, batch]``, ``-1`` for padding."""
@@ -258,6 +260,8 @@ class IterableAdapter:
         self.resident = False
         self.data = None
         self._pool = _BufferPool()
+        #: Whether the batches hold targets ``y``; known once the first batch is read.
+        self.has_targets: bool | None = None
 
     def _epoch_iterator(self, epoch: int) -> Iterator:
         # Keras: a fresh pass per epoch, unless steps_per_epoch was given (then one
@@ -320,7 +324,7 @@ class IterableAdapter:
                 "every batch must be at most as large as the first (compiled programs have "
                 "static shapes). Batch the data with one batch size."
             )
-        has_y = parts[0][1] is not None
+        has_y = self._check_targets(parts, first)
         buffers = None
         for i, ((x, y, sw), size) in enumerate(zip(parts, sizes, strict=True)):
             sw = np.ones(size, np.float32) if sw is None else np.asarray(sw, np.float32)
@@ -341,6 +345,16 @@ class IterableAdapter:
         put = self._placer.local_put if self.process_local else self._placer.stacked_put
         placed = put(jax.tree.map(np.ndarray.view, buffers))
         return Execution(placed, first, len(parts), tuple(sizes), self._pool.lender(buffers))
+
+    def _check_targets(self, parts: list, first: int) -> bool:
+        """Whether these batches hold targets; once the first had some, every batch must."""
+        for i, part in enumerate(parts):
+            has_y = part[1] is not None
+            if self.has_targets is None:
+                self.has_targets = has_y
+            elif self.has_targets and not has_y:  # none at first: predict, or refused by fit
+                raise MissingTargetsError.of("The input", "the loss", batch=first + i)
+        return bool(self.has_targets)
 
     def _spec(self, row):
         """The buffers' structure, shapes and dtypes for rows like ``row``; one per adapter."""

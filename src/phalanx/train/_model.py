@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..distribute import Strategy, get_strategy
-from ..errors import ScopeError
+from ..errors import MissingTargetsError, ScopeError
 from . import _adapter, _loop, _step, _weights
 from ._compile import CompileConfig, resolve_compile
 
@@ -336,20 +336,23 @@ class Model:
                 vx,
                 vy,
                 vsw,
-                batch_size=validation_batch_size or batch_size,
+                # fit's batch_size is for arrays: a validation dataset is batched already
+                batch_size=validation_batch_size
+                or (batch_size if _adapter.is_array_like(vx) else None),
                 steps=validation_steps,
                 shuffle=False,
                 class_weight=None,
             )
+            self._check_targets(val, "validation_data")  # arrays: before any training
         cbs = self._callbacks(callbacks, verbose, epochs=epochs, steps=train.steps_per_epoch)
         self.stop_training = False
         cbs.on_train_begin()
         logs: dict = {}
         for epoch in range(initial_epoch, epochs):
             cbs.on_epoch_begin(epoch)
-            logs = self._run_epoch("train", train, epoch, cbs)
+            logs = self._run_epoch("train", train, epoch, cbs, where="fit's x")
             if val is not None and (epoch + 1) % validation_freq == 0:
-                val_logs = self._evaluate_adapter(val, None)
+                val_logs = self._evaluate_adapter(val, None, where="validation_data")
                 logs.update({f"val_{k}": v for k, v in val_logs.items()})
             cbs.on_epoch_end(epoch, logs)
             if self.stop_training:
@@ -372,9 +375,12 @@ class Model:
             steps=steps,
         )
 
-    def _run_epoch(self, kind: str, adapter, epoch: int, cbs) -> dict:
-        """Runs one epoch of executions (``_loop.pipelined``). Returns the last logs."""
-        executions = self._prepared(adapter, epoch)
+    def _run_epoch(self, kind: str, adapter, epoch: int, cbs, *, where: str) -> dict:
+        """Runs one epoch of executions (``_loop.pipelined``). Returns the last logs.
+
+        ``where`` names the input in errors (``"fit's x"``, ``"validation_data"``).
+        """
+        executions = self._prepared(adapter, epoch, where=where)
         program = self._program(kind, adapter.resident)
         begin, end = _hooks(cbs, kind)
         state = self._reset_metrics(self._state)
@@ -402,11 +408,12 @@ class Model:
             end(ex.first_step + ex.steps - 1, logs)
         return logs
 
-    def _prepared(self, adapter, epoch: int):
+    def _prepared(self, adapter, epoch: int, *, where: str | None):
         """The epoch's executions, once the model is built and its state placed.
 
         A model that has not seen data yet is built from the first execution's
-        input shape (Keras builds on first use too).
+        input shape (Keras builds on first use too). Unless ``where`` is None
+        (predict), the input must hold targets when the loss or metrics need them.
         """
         executions = adapter.executions(epoch)
         first = next(executions, None)
@@ -415,6 +422,8 @@ class Model:
                 "The input yielded no batches. Check that the dataset is not empty (or "
                 "exhausted: a generator can be iterated once; use a Dataset with .repeat())."
             )
+        if where is not None:
+            self._check_targets(adapter, where)
         if not self.built:
             if adapter.resident:
                 shape = jax.tree.leaves(adapter.data[0])[0].shape[1:]
@@ -426,6 +435,25 @@ class Model:
         if getattr(adapter, "process_local", False) and jax.process_count() > 1:
             executions = _loop.in_step(executions, "input")
         return executions
+
+    def _check_targets(self, adapter, where: str) -> None:
+        """Raises ``MissingTargetsError`` when the input has no ``y`` but the loss needs one.
+
+        A decision of this project: a compiled loss or metric always needs
+        targets, even one that ignores ``y_true`` (rare; pass zeros), since
+        zeros put in place of missing targets train silently on wrong data.
+        ``has_targets`` is None while a stream's first batch is unread.
+        """
+        if getattr(adapter, "has_targets", True) is not False:
+            return
+        config = self._require_compiled("fit")
+        if config.loss is not None:
+            needs = f"the loss {getattr(config.loss, 'name', config.loss)!r}"
+        elif config.metrics:
+            needs = f"the metric {config.metrics[0].name!r}"
+        else:
+            return
+        raise MissingTargetsError.of(where, needs)
 
     def _fetch_logs(self, ex, dev_logs) -> dict:
         del ex
@@ -463,17 +491,17 @@ class Model:
             class_weight=None,
         )
         cbs = self._callbacks(callbacks, verbose, epochs=1, steps=adapter.steps_per_epoch)
-        logs = self._evaluate_adapter(adapter, cbs)
+        logs = self._evaluate_adapter(adapter, cbs, where="evaluate's x")
         if return_dict:
             return logs
         values = list(logs.values())
         return values[0] if len(values) == 1 else values
 
-    def _evaluate_adapter(self, adapter, cbs) -> dict:
+    def _evaluate_adapter(self, adapter, cbs, *, where: str) -> dict:
         if cbs is not None:
             cbs.on_test_begin()
         saved = self._state
-        logs = self._run_epoch("eval", adapter, 0, cbs)
+        logs = self._run_epoch("eval", adapter, 0, cbs, where=where)
         self._state = saved
         if cbs is not None:
             cbs.on_test_end(logs)
@@ -495,7 +523,7 @@ class Model:
         )
         cbs = self._callbacks(callbacks, verbose, epochs=1, steps=adapter.steps_per_epoch)
         cbs.on_predict_begin()
-        executions = self._prepared(adapter, 0)
+        executions = self._prepared(adapter, 0, where=None)
         program = self._program("predict", adapter.resident)
 
         def dispatch(ex):
@@ -520,14 +548,15 @@ class Model:
         """Runs one training step on one global batch; returns its loss and metrics."""
         self._require_compiled("train_on_batch")
         adapter = self._one_batch_adapter(x, y, sample_weight, class_weight)
-        logs = self._run_epoch("train", adapter, 0, None)
+        logs = self._run_epoch("train", adapter, 0, None, where="train_on_batch's x")
         return _format_logs(logs, return_dict)
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
         """Returns the loss and metrics of one batch, without training."""
         self._require_compiled("test_on_batch")
         adapter = self._one_batch_adapter(x, y, sample_weight, None)
-        return _format_logs(self._evaluate_adapter(adapter, None), return_dict)
+        logs = self._evaluate_adapter(adapter, None, where="test_on_batch's x")
+        return _format_logs(logs, return_dict)
 
     def predict_on_batch(self, x):
         """Returns the outputs for one batch."""
