@@ -92,3 +92,15 @@ def test_a_secret_in_the_environment_is_passed_on():
     )
     assert code == 0, out + err
     assert "[0] secret shared-by-all-machines" in out
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+def test_agreements_leave_no_keys_on_the_coordinator():
+    launcher = Launcher(
+        "-n", "3", "--devices-per-process", "1", "--timeout", "75", "--", str(SCRIPTS / "agree.py")
+    )
+    code, out, err, _ = launcher.finish(timeout=85)
+    assert code == 0, out + err
+    for p in range(3):
+        assert f"[{p}] process {p} agreed 30 times; keys left 0" in out, out

@@ -33,10 +33,12 @@ import time
 import traceback
 from dataclasses import asdict, dataclass
 
+from . import _kv
+
 TIMEOUT_ENV = "PHALANX_WATCHDOG_TIMEOUT"
 DEFAULT_TIMEOUT = 120.0
 EXIT_CODE = 3
-_KEY_PREFIX = "phalanx/watchdog/"
+_KEY_DIR = "watchdog/"  # under _kv.PREFIX
 _INTERVAL_S = 1.0
 _KV_WAIT_S = 2.0
 
@@ -252,10 +254,9 @@ def _publish(report: Report) -> None:
             with open(tmp, "w") as f:
                 f.write(data)
             os.replace(tmp, os.path.join(run_dir, f"{report.process}.json"))
-    client = _kv_client()
-    if client is not None:
+    if _kv.client() is not None:
         with contextlib.suppress(Exception):
-            client.key_value_set(f"{_KEY_PREFIX}{report.process}", data, allow_overwrite=True)
+            _kv.put(f"{_KEY_DIR}{report.process}", data, overwrite=True)
 
 
 def _read_reports() -> dict[int, Report]:
@@ -283,11 +284,10 @@ def _file_values() -> list[str]:
 
 def _kv_values() -> list[str]:
     """Reads the key-value store in a helper thread, so a dead coordinator cannot hang us."""
-    client = _kv_client()
-    if client is None:
+    if _kv.client() is None:
         return []
     out: list[str] = []
-    _bounded(lambda: out.extend(value for _, value in client.key_value_dir_get(_KEY_PREFIX)))
+    _bounded(lambda: out.extend(_kv.values_under(_KEY_DIR)))
     return list(out)
 
 
@@ -315,25 +315,13 @@ def _run_dir() -> str | None:
     return path
 
 
-def _kv_client():
-    from jax._src.distributed import global_state
-
-    return global_state.client
-
-
 def _num_processes() -> int:
-    from jax._src.distributed import global_state
-
-    if global_state.client is not None:
-        return int(global_state.num_processes)
-    return 1
+    return _kv.num_processes()
 
 
 def _process_id() -> int:
-    from jax._src.distributed import global_state
-
-    if global_state.client is not None:
-        return int(global_state.process_id)
+    if _kv.client() is not None:
+        return _kv.process_id()
     from ._env import PROCESS_ID_ENV
 
     with contextlib.suppress(ValueError):

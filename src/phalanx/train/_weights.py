@@ -106,11 +106,11 @@ def save_on_chief(path: str | os.PathLike, state: Any, *, timeout: float = SAVE_
         save(path, state)
     if jax.process_count() == 1:
         return
-    from jax._src.distributed import global_state
+    from ..cluster import _kv
 
-    name = f"phalanx/save_weights/{next(_SAVES)}"
+    name = f"save_weights/{next(_SAVES)}"
     try:
-        global_state.client.wait_at_barrier(name, int(timeout * 1000))
+        _kv.barrier(name, timeout)
     except Exception as e:  # jax raises JaxRuntimeError (DEADLINE_EXCEEDED, ...)
         raise RuntimeError(
             f"save_weights({str(path)!r}): process {jax.process_index()} waited {timeout:g} s "
