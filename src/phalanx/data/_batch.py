@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import PaddingError, StructureMismatchError
 from . import _fast_path as fp
 from . import _structure as st
-from ._dataset import Dataset, check_positive
+from ._dataset import Dataset, check_bool, check_positive
 from ._iterator import DatasetIterator, state_int
 from ._map import _safe_state, _unwrap_state
 from ._options import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
@@ -35,7 +35,7 @@ class BatchDataset(Dataset):
     def __init__(self, input_dataset: Dataset, batch_size: int, drop_remainder: bool):
         self._input = input_dataset
         self._batch = check_positive("batch_size", batch_size, "batch")
-        self._drop = bool(drop_remainder)
+        self._drop = check_bool("drop_remainder", drop_remainder, "batch")
 
     def _iterator(self, ctx):
         return _BatchIterator(self._input._iterator(ctx), self._batch, self._drop, self._split)
@@ -96,7 +96,7 @@ class PaddedBatchDataset(Dataset):
     def __init__(self, input_dataset, batch_size, padded_shapes, padding_values, drop_remainder):
         self._input = input_dataset
         self._batch = check_positive("batch_size", batch_size, "padded_batch")
-        self._drop = bool(drop_remainder)
+        self._drop = check_bool("drop_remainder", drop_remainder, "padded_batch")
         spec = input_dataset.element_spec
         tdef = st.treedef(spec)
         flat_spec = st.flatten(spec)
@@ -269,7 +269,8 @@ class RebatchDataset(Dataset):
             list(batch_size) if isinstance(batch_size, list | tuple | np.ndarray) else [batch_size]
         )
         self._sizes = [check_positive("batch_size", int(s), "rebatch") for s in sizes]
-        self._input, self._drop = input_dataset, bool(drop_remainder)
+        self._input = input_dataset
+        self._drop = check_bool("drop_remainder", drop_remainder, "rebatch")
 
     def _iterator(self, ctx):
         return _RebatchIterator(self._input._iterator(ctx), self._sizes, self._drop)

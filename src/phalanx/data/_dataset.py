@@ -128,8 +128,17 @@ class Dataset:
         self._root_seed_value = int(seed)
 
     def as_numpy_iterator(self) -> Iterator:
-        """An iterator of numpy elements (elements are numpy already; same as ``iter``)."""
-        return iter(self)
+        """An iterator of numpy elements, as ``iter``, except that scalar strings (records of
+        ``TFRecordDataset``, lines of ``TextLineDataset``) are Python ``bytes``, as tf.data's.
+
+        Example:
+            >>> import numpy as np
+            >>> next(Dataset.from_tensor_slices(np.array([b"a", b"b"], object)).as_numpy_iterator())
+            b'a'
+        """
+        it = iter(self)
+        it._python_strings = True
+        return it
 
     def options(self) -> Options:
         """The ``Options`` of this pipeline (merged from every ``with_options`` in it)."""
@@ -366,6 +375,17 @@ def check_positive(name: str, value: Any, method: str) -> int:
             f"Pass the number of elements, e.g. {method}({name}=32)."
         )
     return int(value)
+
+
+def check_bool(name: str, value: Any, method: str) -> bool:
+    """``value`` as a bool (``True``/``False``, numpy bools), or a ``DatasetArgumentError``."""
+    if not isinstance(value, bool | st.np.bool_):
+        raise DatasetArgumentError(
+            f"{method}: {name} must be True or False, got {value!r} of type "
+            f"{type(value).__name__}. Pass {method}(..., {name}=True) to drop a last partial "
+            "batch, False to keep it."
+        )
+    return bool(value)
 
 
 __all__ = ["AUTOTUNE", "Dataset"]

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ComponentLengthError, StructureMismatchError
+
 LEAF = None  # the tree definition of a single leaf
 
 
@@ -117,7 +119,15 @@ def to_array(x: Any) -> Any:
     """
     if isinstance(x, np.ndarray | np.generic):
         return x
-    a = np.asarray(x)
+    try:
+        a = np.asarray(x)
+    except ValueError as e:
+        raise ComponentLengthError(
+            f"phalanx.data cannot make one array of the {type(x).__name__} {x!r:.80}: its rows "
+            f"have different lengths or shapes (numpy: {str(e).split('. ')[0]}). Pad them to one "
+            "length (padded_batch pads variable-length elements), or give one array per element "
+            "through from_generator."
+        ) from None
     if a.dtype == np.float64:
         return a.astype(np.float32)
     if a.dtype.kind == "i" and a.dtype != np.int64:
@@ -209,8 +219,41 @@ def spec_of(element: Any) -> Any:
 def call_unpacked(fn: Callable[..., Any], element: Any) -> Any:
     """Call ``fn`` as tf.data does: a tuple element is unpacked into positional arguments."""
     if isinstance(element, tuple) and not _is_namedtuple(element):
-        return fn(*element)
+        try:
+            return fn(*element)
+        except TypeError:
+            if _accepts(fn, len(element)):
+                raise
+            name = getattr(fn, "__name__", type(fn).__name__)
+            raise StructureMismatchError(
+                f"The elements are tuples of {len(element)} components, which are passed to "
+                f"the function as {len(element)} separate arguments (as tf.data does), but "
+                f"{name}{_signature(fn)} does not take {len(element)} positional arguments. "
+                f"Write it as `lambda {', '.join(f'x{i}' for i in range(len(element)))}: ...` "
+                "(or `lambda *xs: ...`)."
+            ) from None
     return fn(element)
+
+
+def _accepts(fn: Callable[..., Any], n: int) -> bool:
+    import inspect
+
+    try:
+        inspect.signature(fn).bind(*range(n))
+    except TypeError:
+        return False
+    except ValueError:  # no signature (a builtin): cannot tell
+        return True
+    return True
+
+
+def _signature(fn: Callable[..., Any]) -> str:
+    import inspect
+
+    try:
+        return str(inspect.signature(fn))
+    except (TypeError, ValueError):
+        return "(...)"
 
 
 def encode_treedef(tdef: Any) -> Any:
