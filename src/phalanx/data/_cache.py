@@ -8,9 +8,11 @@ the input. A pass that is abandoned before the end caches nothing.
 A file cache is one ``.npz`` file (``filename``, with ``.npz`` appended
 unless present), written to a temporary name and renamed into place when
 complete, so a half-written cache is never read. It holds plain numpy
-arrays and a JSON header; it is loaded with ``allow_pickle=False``, and
-elements of ``object`` dtype are refused. A file that cannot be read as a
-complete cache is ignored and rewritten.
+arrays and a JSON header; it is loaded with ``allow_pickle=False``. Byte
+strings in ``object`` arrays (records of ``TFRecordDataset``, lines of
+``TextLineDataset``) are stored as their concatenated bytes and offsets, never
+pickled; other ``object`` elements are refused. A file that cannot be read as
+a complete cache is ignored and rewritten.
 
 When the elements are in memory already (``from_tensor_slices``, ``range``),
 an in-memory ``cache()`` has nothing to save and passes them through, so the
@@ -166,18 +168,16 @@ def _save(path: str, elements: list[Any], store: RandomAccess) -> None:
         for i, e in enumerate(elements):
             for j, a in enumerate(st.flatten(e)):
                 arrays[f"e{i}_{j}"] = np.asarray(a)
-    for name, a in arrays.items():
-        if a.dtype == object:
-            raise TypeError(
-                f"cache({path!r}): component {name} has dtype object, which cannot be stored without "
-                "pickle. Convert it to a numeric, bool or fixed-width bytes ('S') array first."
-            )
+    strings = [name for name, a in arrays.items() if a.dtype == object]
+    for name in strings:
+        arrays.update(_encode_bytes(path, name, arrays.pop(name)))
     header = {
         "format": CACHE_FORMAT,
         "count": len(elements),
         "stacked": isinstance(store, ArraysAccess),
         "treedef": st.encode_treedef(tdef),
         "leaves": len(st.flatten(elements[0])) if elements else 0,
+        "bytes": strings,
     }
     arrays["__header__"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -193,6 +193,34 @@ def _save(path: str, elements: list[Any], store: RandomAccess) -> None:
             os.remove(tmp)
 
 
+def _encode_bytes(path: str, name: str, a: np.ndarray) -> dict[str, np.ndarray]:
+    """An object array of ``bytes`` as three plain arrays: data, offsets and shape."""
+    flat = a.ravel()
+    for r in flat:
+        if not isinstance(r, bytes):
+            raise TypeError(
+                f"cache({path!r}): component {name} has dtype object and holds a "
+                f"{type(r).__name__}; a file cache stores numeric, bool and string (bytes) "
+                "components, never pickles. Convert it to one of those first (or cache in "
+                "memory: cache())."
+            )
+    lengths = np.fromiter((len(r) for r in flat), np.int64, len(flat))
+    return {
+        f"{name}.data": np.frombuffer(b"".join(flat), np.uint8),
+        f"{name}.offsets": np.concatenate([np.zeros(1, np.int64), np.cumsum(lengths)]),
+        f"{name}.shape": np.asarray(a.shape, np.int64),
+    }
+
+
+def _decode_bytes(z: Any, name: str) -> np.ndarray:
+    data = z[f"{name}.data"].tobytes()
+    offsets = z[f"{name}.offsets"].tolist()
+    out = np.empty(len(offsets) - 1, object)
+    for i in range(len(out)):
+        out[i] = data[offsets[i] : offsets[i + 1]]
+    return out.reshape(tuple(z[f"{name}.shape"].tolist()))
+
+
 def _load(path: str) -> RandomAccess | None:
     try:
         with np.load(path, allow_pickle=False) as z:
@@ -201,10 +229,15 @@ def _load(path: str) -> RandomAccess | None:
                 raise ValueError(f"unknown format {header.get('format')!r}")
             tdef = st.decode_treedef(header["treedef"])
             k, n = int(header["leaves"]), int(header["count"])
+            strings = set(header.get("bytes", ()))
+
+            def get(name: str) -> np.ndarray:
+                return _decode_bytes(z, name) if name in strings else z[name]
+
             if header["stacked"]:
-                return ArraysAccess(tdef, [z[f"leaf_{j}"] for j in range(k)])
+                return ArraysAccess(tdef, [get(f"leaf_{j}") for j in range(k)])
             return ListAccess(
-                [st.unflatten(tdef, [z[f"e{i}_{j}"] for j in range(k)]) for i in range(n)]
+                [st.unflatten(tdef, [get(f"e{i}_{j}") for j in range(k)]) for i in range(n)]
             )
     except Exception as e:  # a damaged or foreign file: refill and overwrite it
         warnings.warn(

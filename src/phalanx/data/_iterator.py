@@ -287,6 +287,8 @@ class Iterator:
         True
     """
 
+    _python_strings = False  # as_numpy_iterator: scalar strings as Python bytes
+
     def __init__(self, dataset: Any, *, iteration: int, root_seed: int):
         self._dataset = dataset
         self._iteration = iteration
@@ -297,11 +299,12 @@ class Iterator:
         return self
 
     def __next__(self) -> Any:
-        return next(self._node)
+        x = next(self._node)
+        return _strings_as_bytes(x) if self._python_strings else x
 
     def get_next(self) -> Any:
         """The next element; raises ``StopIteration`` at the end."""
-        return next(self._node)
+        return next(self)
 
     @property
     def element_spec(self) -> Any:
@@ -369,6 +372,18 @@ class Iterator:
             self._node.close()
         except Exception:
             pass
+
+
+def _strings_as_bytes(element: Any) -> Any:
+    """``element`` with each scalar string (a 0-d object array) as Python ``bytes``, as
+    ``tf.data``'s ``as_numpy_iterator`` gives (``bytes()`` of a 0-d object array would give
+    the 8 bytes of a pointer, and it has no ``decode``)."""
+    return st.map_structure(
+        lambda a: (
+            a.item() if isinstance(a, np.ndarray) and a.ndim == 0 and a.dtype == object else a
+        ),
+        element,
+    )
 
 
 def new_root_seed() -> int:

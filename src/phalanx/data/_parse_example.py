@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..errors import ExampleParseError
+from ..errors import ExampleInputError, ExampleParseError
 from ._example import (
     KIND_BYTES,
     KIND_FLOAT,
@@ -411,14 +411,29 @@ def parse_single_example(serialized: bytes, features: Mapping[str, Any]) -> dict
     return out
 
 
-def _one_record(serialized: Any) -> bytes:
+def _one_record(serialized: Any, where: str | None = None) -> bytes:
+    """One record's bytes, from ``bytes``, ``bytearray``, ``memoryview``, ``np.bytes_`` or a 0-d array.
+
+    (``bytes()`` of a 0-d object array would give the 8 bytes of a pointer, not the record.)
+    """
     if isinstance(serialized, np.ndarray) and serialized.ndim == 0:
         serialized = serialized.item()
+    if isinstance(serialized, str):
+        raise ExampleInputError(
+            f"parse_single_example takes one serialized Example (bytes), got a str "
+            f"{serialized!r:.60}. Records are bytes: pass what a TFRecordDataset yields."
+        )
     if isinstance(serialized, (bytearray, memoryview, np.bytes_)):
         return bytes(serialized)
     if isinstance(serialized, bytes):
         return serialized
-    raise TypeError(
+    if where is not None:
+        raise ExampleInputError(
+            f"parse_example takes a sequence of serialized Examples (bytes); {where} is "
+            f"{type(serialized).__name__}. Pass the records a TFRecordDataset yields (or "
+            "a list of bytes, or a 1-D object array)."
+        )
+    raise ExampleInputError(
         f"parse_single_example takes one serialized Example (bytes); received "
         f"{type(serialized).__name__}. For a batch use parse_example."
     )
@@ -451,19 +466,28 @@ def _single_value(item: _Item, values: Any) -> Any:
 
 
 def _records_of(serialized: Any) -> list[bytes]:
+    if isinstance(serialized, str):
+        raise ExampleInputError(
+            f"parse_example takes a batch of serialized Examples (bytes), got a str "
+            f"{serialized!r:.60}. Records are bytes: pass what a TFRecordDataset yields (or "
+            "encode a str you built yourself)."
+        )
     if isinstance(serialized, np.ndarray):
         if serialized.dtype.kind == "S":
-            raise TypeError(
+            raise ExampleInputError(
                 "parse_example got a numpy 'S' array, which drops trailing zero bytes and so "
                 "corrupts serialized Examples; pass a list of bytes or an object array."
             )
         serialized = serialized.ravel().tolist()
     elif isinstance(serialized, (bytes, bytearray)):
-        raise TypeError(
+        raise ExampleInputError(
             "parse_example takes a batch (a list or 1-D array of serialized Examples); "
             "received one bytes object. Use parse_single_example for one record."
         )
-    return [r if isinstance(r, bytes) else bytes(r) for r in serialized]
+    return [
+        r if isinstance(r, bytes) else _one_record(r, f"record {i}")
+        for i, r in enumerate(serialized)
+    ]
 
 
 def parse_example(serialized: Sequence[bytes] | np.ndarray, features: Mapping[str, Any]) -> dict:
