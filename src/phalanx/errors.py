@@ -73,6 +73,10 @@ class ExampleParseError(PhalanxError, ValueError):
     """A serialized ``tf.train.Example`` is malformed or does not match the feature specs."""
 
 
+class ExampleInputError(PhalanxError, TypeError):
+    """``parse_example``/``parse_single_example`` got something other than serialized Examples."""
+
+
 class LayerShapeError(PhalanxError, ValueError):
     """A layer received an input whose shape or dtype it cannot take; the message names the layer."""
 

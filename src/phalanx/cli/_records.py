@@ -99,6 +99,15 @@ def _describe_record(data: bytes) -> list[str]:
 def run_inspect(args: argparse.Namespace) -> int:
     """Prints the count, the compression and the first ``--limit`` records of one file."""
     path = args.file
+    if args.limit < 0:
+        print(f"phalanx records inspect: --limit must be >= 0 (records to show), got {args.limit}.")
+        return 2
+    if os.path.isdir(path):
+        print(
+            f"phalanx records: {path} is a directory, not a TFRecord file; give its files "
+            f"(phalanx records verify {path.rstrip('/')}/*)."
+        )
+        return 2
     if not os.path.isfile(path):
         print(f"phalanx records: no such file: {path}")
         return 2
@@ -156,8 +165,11 @@ def run_verify(args: argparse.Namespace) -> int:
 
 def _verify_one(path: str, compression_arg: str | None) -> tuple[str, int]:
     """Prints the file's line; returns its verdict and its count of good records."""
+    if os.path.isdir(path):
+        print(f"MISSING  {path}: a directory, not a TFRecord file; give its files ({path}/*)")
+        return "MISSING", 0
     if not os.path.isfile(path):
-        print(f"MISSING  {path}")
+        print(f"MISSING  {path}: no such file")
         return "MISSING", 0
     compression = _compression_for(path, compression_arg)
     if compression is None:

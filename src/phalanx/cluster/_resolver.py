@@ -240,7 +240,12 @@ def split_address(address: str) -> tuple[str, int]:
       ClusterConfigError: not ``host:port`` with a port in 1..65535.
     """
     match = _ADDRESS.match(str(address).strip())
-    if not match or not 0 < int(match.group(2)) < 65536:
+    if match and not 0 < int(match.group(2)) < 65536:
+        raise ClusterConfigError(
+            f"The port of the coordinator address {address!r} is {int(match.group(2))}, outside "
+            "1..65535; give a TCP port such as '10.0.0.1:1234'."
+        )
+    if not match:
         raise ClusterConfigError(
             f"Expected a coordinator address 'host:port' (e.g. '10.0.0.1:1234'), got {address!r}."
         )

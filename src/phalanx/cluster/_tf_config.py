@@ -80,7 +80,7 @@ class TFConfigClusterResolver(ClusterResolver):
             )
         task = config.get("task") or {}
         self._task_type = task_type or task.get("type") or _only_task(cluster)
-        self._task_id = int(task_id if task_id is not None else task.get("index", 0))
+        self._task_id = _task_index(task_id if task_id is not None else task.get("index", 0))
         self.rpc_layer = rpc_layer or config.get("rpc_layer") or "grpc"
         self._environment = (
             environment if environment is not None else config.get("environment", "")
@@ -157,3 +157,17 @@ def _only_task(cluster: Mapping) -> str:
         f"TF_CONFIG has no 'task' but its cluster has {len(tasks)} tasks; add "
         '"task": {"type": "worker", "index": N} to say which one this process is.'
     )
+
+
+def _task_index(raw) -> int:
+    """``task.index`` as an int >= 0 (an integer string too, as TensorFlow accepts)."""
+    try:
+        value = int(raw) if isinstance(raw, int | str) and not isinstance(raw, bool) else None
+    except ValueError:
+        value = None
+    if value is None or value < 0:
+        raise ClusterConfigError(
+            f"TF_CONFIG's task.index must be an integer >= 0 (this task's index in its job), "
+            f'got {raw!r}. Write it as "task": {{"type": "worker", "index": 0}}.'
+        )
+    return value

@@ -390,14 +390,35 @@ class TFRecordReader:
     def _corrupt(self, index: int, offset: int, what: str, stored: int, actual: int) -> None:
         if not self.skip_corrupt:
             where = f" (its data at byte {offset + _HEADER_BYTES})" if what == "data" else ""
+            hint = self._compressed_hint() if (index, offset) == (0, 0) else ""
             raise CorruptRecordError(
                 f"{self.path}: record {index} at byte offset {offset}{where} is corrupted: "
                 f"the masked CRC-32C of its {what} is {actual:#010x} but the file stores "
-                f"{stored:#010x}. Re-create the file, or read with skip_corrupt=True to skip "
-                "damaged records."
+                f"{stored:#010x}. "
+                + (
+                    hint
+                    or "Re-create the file, or read with skip_corrupt=True to skip damaged records."
+                )
             )
         self.corrupt_count += 1
         self.damaged.append((index, offset, f"{what} CRC"))
+
+    def _compressed_hint(self) -> str:
+        """When an uncompressed read fails at byte 0 of a GZIP/ZLIB file: says which it is."""
+        if self.compression_type:
+            return ""
+        with open(self.path, "rb") as f:
+            head = f.read(2)
+        if head == b"\x1f\x8b":
+            kind = "GZIP"
+        elif len(head) == 2 and head[0] & 0x0F == 8 and (head[0] << 8 | head[1]) % 31 == 0:
+            kind = "ZLIB"
+        else:
+            return ""
+        return (
+            f"The file starts like a {kind} stream: read it with compression_type={kind!r} "
+            f"(TFRecordDataset(..., compression_type={kind!r}))."
+        )
 
     def _truncated(self, index: int, offset: int, have: int, need: int | None, src) -> None:
         detail = (
