@@ -117,3 +117,88 @@ def test_only_callbacks_that_may_act_make_the_loop_synchronous(tmp_path):
         ModelCheckpoint(str(tmp_path / "w.npz"), save_freq=3),
     ):
         assert _loop.may_act_per_batch(CallbackList([acting]), "train")
+
+
+# -- a callback's change to the model takes effect from the next step (issue 9, item 7) -------
+
+
+@pytest.mark.parametrize("spe", [1, 2])
+def test_learning_rate_set_to_zero_mid_epoch_freezes_the_weights_from_there(spe):
+    x, y = _data()
+    model = _model(spe)
+    seen = []
+
+    def on_batch_end(batch, logs):
+        seen.append(model.get_weights())
+        if len(seen) == 2:  # after the second execution of the first epoch
+            model.optimizer.learning_rate = 0.0
+
+    cb = phalanx.callbacks.LambdaCallback(on_train_batch_end=on_batch_end)
+    model.fit(x, y, batch_size=8, epochs=2, verbose=0, callbacks=[cb])
+    assert model.optimizer.learning_rate == 0.0
+    assert not np.allclose(seen[0][0], seen[1][0])  # training until then
+    for later in [*seen[2:], model.get_weights()]:
+        for a, b in zip(seen[1], later, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_learning_rate_set_at_a_batch_is_the_rate_of_the_next_step():
+    # Both runs reach the same weights after step 0; SGD's step 1 from there moves them by
+    # rate x gradient, so halving the rate at batch 0's end halves step 1's move.
+    x, y = _data(16)
+    moves = []
+    for halve in (False, True):
+        model = _model()
+        model.optimizer.learning_rate = 0.01
+        seen = [model.get_weights()]
+
+        def on_batch_end(batch, logs, model=model, seen=seen, halve=halve):
+            seen.append(model.get_weights())
+            if halve and batch == 0:
+                model.optimizer.learning_rate = 0.005
+
+        cb = phalanx.callbacks.LambdaCallback(on_train_batch_end=on_batch_end)
+        model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0, callbacks=[cb])
+        moves.append(seen[2][-1] - seen[1][-1])  # the bias's move in the second step
+    np.testing.assert_allclose(moves[1], moves[0] / 2, rtol=1e-5)
+
+
+def test_set_weights_in_a_callback_is_what_training_continues_from():
+    x, y = _data()
+    model = _model()
+    model.build((3,))
+    w0 = model.get_weights()
+    after_epoch = []
+
+    def on_epoch_begin(epoch, logs):
+        if epoch == 1:
+            model.set_weights(w0)  # epoch 1 trains from the initial weights again
+
+    cb = phalanx.callbacks.LambdaCallback(
+        on_epoch_begin=on_epoch_begin,
+        on_epoch_end=lambda epoch, logs: after_epoch.append(model.get_weights()),
+    )
+    history = model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0, callbacks=[cb])
+    np.testing.assert_allclose(history.history["loss"][1], history.history["loss"][0], rtol=1e-6)
+    for a, b in zip(after_epoch[0], after_epoch[1], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+    # and from a batch-end hook: the next step starts from the weights set there
+    model = _model()
+    model.build((3,))
+    zeros = [np.zeros_like(w) for w in model.get_weights()]
+    seen = []
+
+    def on_batch_end(batch, logs):
+        if batch == 2:
+            model.set_weights(zeros)
+        seen.append(model.get_weights())
+
+    cb = phalanx.callbacks.LambdaCallback(on_train_batch_end=on_batch_end)
+    model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0, callbacks=[cb])
+    fresh = _model()
+    fresh.build((3,))
+    fresh.set_weights(zeros)
+    fresh.fit(x[24:], y[24:], batch_size=8, epochs=1, shuffle=False, verbose=0)
+    for a, b in zip(model.get_weights(), fresh.get_weights(), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)

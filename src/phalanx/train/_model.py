@@ -383,14 +383,14 @@ class Model:
         executions = self._prepared(adapter, epoch, where=where)
         program = self._program(kind, adapter.resident)
         begin, end = _hooks(cbs, kind)
-        state = self._reset_metrics(self._state)
+        self._state = self._reset_metrics(self._state)
 
         def dispatch(ex):
-            nonlocal state
+            # The model's state is the one copy: each execution reads it as it is now, so a
+            # callback's change (learning rate, set_weights) takes effect from the next
+            # step. Training donates it, so the new state replaces it at once.
             begin(ex.first_step)
-            state, dev_logs = program(state, adapter.data, ex.xs, ex.steps)
-            if kind == "train":  # the donated input is gone: the model's state is the new one
-                self._state = state
+            self._state, dev_logs = program(self._state, adapter.data, ex.xs, ex.steps)
             return dev_logs
 
         def stop() -> bool:
