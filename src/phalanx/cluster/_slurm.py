@@ -182,7 +182,9 @@ def _check_count(count: int, whole: str) -> None:
 
 
 def _short(text: str, limit: int = 80) -> str:
-    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
+    return (
+        repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
+    )
 
 
 def _expand_ranges(spec: str, whole: str) -> list[str]:
