@@ -116,6 +116,10 @@ class DatasetArgumentError(PhalanxError, ValueError):
     """A ``Dataset`` transformation got an argument it cannot use (a size <= 0, a bad index)."""
 
 
+class DatasetTypeError(DatasetArgumentError, TypeError):
+    """A ``Dataset`` method got an argument of the wrong type (a ``TypeError`` too)."""
+
+
 class ComponentLengthError(PhalanxError, ValueError):
     """``from_tensor_slices`` got components whose first dimensions differ."""
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import NotCheckpointableError, StructureMismatchError
+from ..errors import DatasetTypeError, NotCheckpointableError, StructureMismatchError
 from . import _structure as st
 from ._dataset import Dataset
 from ._iterator import DatasetIterator, IndexIterator, IterCtx, RandomAccess
@@ -96,7 +96,10 @@ class MapDataset(Dataset):
 
     def __init__(self, input_dataset: Dataset, fn, num_parallel_calls=None, deterministic=None):
         if not callable(fn):
-            raise TypeError(f"map expects a callable, got {type(fn).__name__}.")
+            raise DatasetTypeError(
+                f"map expects a callable (the function applied to each element), got "
+                f"{type(fn).__name__} {fn!r:.60}."
+            )
         self._input, self._fn = input_dataset, fn
         if num_parallel_calls == AUTOTUNE:
             num_parallel_calls = os.cpu_count() or 1

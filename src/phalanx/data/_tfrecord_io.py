@@ -28,7 +28,13 @@ from typing import BinaryIO
 
 import crc32c as _crc32c
 
-from ..errors import CorruptRecordError, DataLossError, TruncatedRecordError
+from ..errors import (
+    CorruptRecordError,
+    DataLossError,
+    DatasetArgumentError,
+    DatasetTypeError,
+    TruncatedRecordError,
+)
 
 __all__ = [
     "TFRecordOptions",
@@ -76,7 +82,7 @@ def normalize_compression_type(compression_type: str | None) -> str:
     if compression_type is None:
         return ""
     if not isinstance(compression_type, str):
-        raise TypeError(
+        raise DatasetTypeError(
             "compression_type must be None, '', 'ZLIB' or 'GZIP'; "
             f"received {compression_type!r} of type {type(compression_type).__name__}."
         )
@@ -84,7 +90,7 @@ def normalize_compression_type(compression_type: str | None) -> str:
     if upper in ("", "NONE"):
         return ""
     if upper not in _WBITS:
-        raise ValueError(
+        raise DatasetArgumentError(
             f"Unsupported compression_type {compression_type!r}: "
             "use None (or ''), 'ZLIB' or 'GZIP', as TensorFlow does."
         )
