@@ -345,6 +345,7 @@ class Model:
             )
             self._check_targets(val, "validation_data")  # arrays: before any training
         cbs = self._callbacks(callbacks, verbose, epochs=epochs, steps=train.steps_per_epoch)
+        train.last_epoch = epochs - 1  # streamed input reads into the next epoch ahead
         self.stop_training = False
         cbs.on_train_begin()
         logs: dict = {}
@@ -352,7 +353,7 @@ class Model:
             cbs.on_epoch_begin(epoch)
             logs = self._run_epoch("train", train, epoch, cbs, where="fit's x")
             if val is not None and (epoch + 1) % validation_freq == 0:
-                val_logs = self._evaluate_adapter(val, None, where="validation_data")
+                val_logs = self._evaluate_adapter(val, cbs, where="validation_data")
                 logs.update({f"val_{k}": v for k, v in val_logs.items()})
             cbs.on_epoch_end(epoch, logs)
             if self.stop_training:
