@@ -20,7 +20,7 @@ import json
 import os
 from collections.abc import Mapping
 
-from ..errors import ClusterConfigError, UnsupportedClusterError
+from ..errors import ClusterConfigError, PhalanxError, UnsupportedClusterError
 from ._resolver import ClusterResolver
 from ._spec import ClusterSpec
 
@@ -71,6 +71,18 @@ class TFConfigClusterResolver(ClusterResolver):
         *,
         tf_config: str | Mapping | None = None,
     ):
+        try:
+            self._read(task_type, task_id, rpc_layer, environment, tf_config)
+        except PhalanxError:
+            raise
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
+            raise ClusterConfigError(
+                f"TF_CONFIG is malformed ({type(e).__name__}: {e}); expected "
+                '{"cluster": {"chief": ["host:port"], "worker": ["host:port", ...]}, '
+                '"task": {"type": "worker", "index": 0}}.'
+            ) from None
+
+    def _read(self, task_type, task_id, rpc_layer, environment, tf_config) -> None:
         config = _load(tf_config)
         cluster = config.get("cluster") or {}
         if not isinstance(cluster, Mapping) or not cluster:
