@@ -105,6 +105,26 @@ class MissingTargetsError(PhalanxError, ValueError):
         )
 
 
+class LabelOutOfRangeError(PhalanxError, ValueError):
+    """A sparse label is not a class index in ``[0, classes)`` (TensorFlow raises too)."""
+
+    @classmethod
+    def of(cls, value: int, classes: int, batch: int, count: int, loss: str):
+        """The error for ``count`` labels out of range, the first seen ``value`` at ``batch``.
+
+        Example:
+          >>> print(LabelOutOfRangeError.of(-1, 4, 3, 1, "sparse_categorical_crossentropy"))
+          Received a label value of -1 which is outside the valid range of [0, 4) (sparse_categorical_crossentropy), at batch 3 (1 label out of range from there). Labels are class indices 0..3: remap them (e.g. y - 1 for labels from 1), or give the last layer as many units as classes.
+        """
+        labels = "label" if count == 1 else "labels"
+        return cls(
+            f"Received a label value of {value} which is outside the valid range of "
+            f"[0, {classes}) ({loss}), at batch {batch} ({count} {labels} out of range from "
+            f"there). Labels are class indices 0..{classes - 1}: remap them (e.g. y - 1 for "
+            "labels from 1), or give the last layer as many units as classes."
+        )
+
+
 class LearningRateError(PhalanxError, TypeError):
     """An optimizer state's learning rate cannot be read or set (no injected rate, or a schedule)."""
 

@@ -6,7 +6,7 @@ import pytest
 
 import phalanx
 from phalanx import layers
-from phalanx.errors import BatchNotDivisibleError, MissingTargetsError
+from phalanx.errors import BatchNotDivisibleError, LabelOutOfRangeError, MissingTargetsError
 
 
 def _data(n=60, features=3):
@@ -108,3 +108,45 @@ def test_predict_needs_no_targets():
     model = _model()
     assert model.predict(x, verbose=0).shape == (20, 1)
     assert model.predict(_x_only_dataset(x), verbose=0).shape == (20, 1)
+
+
+# -- sparse labels out of range: raise, as TensorFlow, from a flag the compiled step keeps ----
+
+
+def _classifier(spe=1, replicas=1):
+    strategy = phalanx.MirroredStrategy(devices=jax.devices()[:replicas])
+    with strategy.scope():
+        model = phalanx.Sequential(
+            [layers.Input(shape=(3,)), layers.Dense(4, activation="softmax")]
+        )
+        model.compile(
+            optimizer="sgd",
+            loss="sparse_categorical_crossentropy",
+            metrics=["accuracy"],
+            steps_per_execution=spe,
+        )
+    return model
+
+
+@pytest.mark.parametrize(("bad", "spe", "replicas"), [(-1, 1, 1), (4, 1, 8), (7, 2, 2)])
+def test_sparse_label_out_of_range_raises_with_the_value_and_the_batch(bad, spe, replicas):
+    x, _ = _data(48)
+    y = np.arange(48, dtype=np.int32) % 4
+    y[29] = bad  # batch 3 of 8-example batches, unshuffled
+    model = _classifier(spe, replicas)
+    pattern = rf"label value of {bad} .*\[0, 4\).*batch 3"
+    with pytest.raises(LabelOutOfRangeError, match=pattern):
+        model.fit(x, y, batch_size=8, shuffle=False, verbose=0)
+    with pytest.raises(LabelOutOfRangeError, match=pattern):
+        model.evaluate(x, y, batch_size=8, verbose=0)
+    y[29] = 3
+    model.evaluate(x, y, batch_size=8, verbose=0)  # in range: no error
+
+
+def test_padding_and_zero_weight_rows_are_not_checked():
+    x, _ = _data(20)
+    y = np.arange(20, dtype=np.int32) % 4
+    model = _classifier()
+    model.fit(x, y, batch_size=8, verbose=0)  # the short last batch is padded
+    stream = phalanx.data.Dataset.from_tensor_slices((x, y)).batch(8)
+    model.evaluate(stream, verbose=0)

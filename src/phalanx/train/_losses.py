@@ -336,6 +336,15 @@ class SparseCategoricalCrossentropy(Loss):
     def call(self, y_true, y_pred, logits):
         return sparse_categorical_crossentropy(y_true, y_pred, self.from_logits, logits=logits)
 
+    def out_of_range(self, y_true, y_pred):
+        """Labels ``[batch, k]`` and whether each is outside ``[0, classes)`` (traced).
+
+        The step reduces these into a flag checked when the logs are fetched,
+        since a label ``-1`` would read the last class and one ``>= classes`` NaN.
+        """
+        labels = jnp.reshape(y_true, (y_true.shape[0], -1))
+        return labels, (labels < 0) | (labels >= y_pred.shape[-1])
+
     def check_shapes(self, y_true_shape, y_pred_shape):
         t, p = tuple(y_true_shape), tuple(y_pred_shape)
         if not p:

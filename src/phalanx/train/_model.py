@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..distribute import Strategy, get_strategy
-from ..errors import MissingTargetsError, ScopeError
+from ..errors import LabelOutOfRangeError, MissingTargetsError, ScopeError
 from . import _adapter, _loop, _step, _weights
 from ._compile import CompileConfig, resolve_compile
 
@@ -244,6 +244,7 @@ class Model:
             metrics=tuple(m.init() for m in config.metrics),
             step=jnp.zeros((), jnp.int32),
             rng=jax.random.key(config.seed),
+            label_check=_step.fresh_label_check(),
         )
         self._state = self._strategy.replicate(state)
 
@@ -254,9 +255,13 @@ class Model:
             nnx.update(self._module, jax.device_get(self._state.rest))
 
     def _reset_metrics(self, state: _step.TrainState) -> _step.TrainState:
-        fresh = (jnp.zeros(2, jnp.float32), tuple(m.init() for m in self._step_config.metrics))
-        loss, metrics = self._strategy.replicate(fresh)
-        return state._replace(loss=loss, metrics=metrics)
+        fresh = (
+            jnp.zeros(2, jnp.float32),
+            tuple(m.init() for m in self._step_config.metrics),
+            _step.fresh_label_check(),
+        )
+        loss, metrics, label_check = self._strategy.replicate(fresh)
+        return state._replace(loss=loss, metrics=metrics, label_check=label_check)
 
     def _program(self, kind: str, resident: bool) -> Callable:
         key = (kind, resident)
@@ -345,7 +350,6 @@ class Model:
             )
             self._check_targets(val, "validation_data")  # arrays: before any training
         cbs = self._callbacks(callbacks, verbose, epochs=epochs, steps=train.steps_per_epoch)
-        train.last_epoch = epochs - 1  # streamed input reads into the next epoch ahead
         self.stop_training = False
         cbs.on_train_begin()
         logs: dict = {}
@@ -456,9 +460,18 @@ class Model:
             return
         raise MissingTargetsError.of(where, needs)
 
+    def _raise_on_bad_labels(self, check) -> None:
+        """Raises ``LabelOutOfRangeError`` when the step saw labels outside the loss's range."""
+        _, count, low, high, step, classes = (float(v) for v in check)
+        if count > 0:
+            value = int(low) if low < 0 else int(high)
+            name = getattr(self._step_config.loss, "name", "the loss")
+            raise LabelOutOfRangeError.of(value, int(classes), int(step), int(count), name)
+
     def _fetch_logs(self, ex, dev_logs) -> dict:
         del ex
         host = jax.device_get(dev_logs)
+        self._raise_on_bad_labels(host["_label_check"])
         # Keras's order: the loss, then the metrics as compiled (pytrees sort dict keys).
         order = ["loss"] + [m.name for m in self._step_config.metrics]
         return {k: float(host[k]) for k in order if k in host}

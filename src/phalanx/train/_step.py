@@ -55,6 +55,11 @@ class TrainState(NamedTuple):
       loss: ``[sum of weighted per-example losses, number of real examples]``
         since the metrics were last reset (Keras's loss tracker).
       metrics: one accumulator pytree per compiled metric.
+      label_check: ``LABEL_CHECK_SLOTS`` floats since the metrics were last reset:
+        the steps run, then for labels outside the loss's range (sparse
+        cross-entropy) their count and the first offending step's lowest and
+        highest value, step index and number of classes. The host raises when the
+        count is not 0 (``Model._fetch_logs``): a check inside the compiled step.
       step: the number of optimizer steps taken (int32 scalar).
       rng: the base PRNG key; step ``k`` on replica ``r`` draws from
         ``fold_in(fold_in(rng, k), r)`` (dropout differs per step and replica, and a
@@ -68,6 +73,16 @@ class TrainState(NamedTuple):
     metrics: tuple
     step: jax.Array
     rng: jax.Array
+    label_check: jax.Array
+
+
+#: ``TrainState.label_check``: steps, bad count, lowest, highest, bad step, classes.
+LABEL_CHECK_SLOTS = 6
+
+
+def fresh_label_check() -> jax.Array:
+    """A ``label_check`` with nothing seen."""
+    return jnp.zeros(LABEL_CHECK_SLOTS, jnp.float32)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -166,14 +181,42 @@ def _sync_rest(old_rest, new_rest):
 
 
 def _accumulate(config: StepConfig, state: TrainState, y, y_pred, weight, mask, per_example):
-    """Adds this step's loss and metric increments, summed over replicas, to the state."""
+    """Adds this step's loss, metric increments and label check, over replicas, to the state."""
     incs = tuple(m.update(m.init(), y, y_pred, sample_weight=weight) for m in config.metrics)
     loss_inc = jnp.zeros(2, jnp.float32)
     if per_example is not None:
         weighted = jnp.where(weight > 0, per_example * weight, 0.0)
         loss_inc = jnp.stack([jnp.sum(weighted), jnp.sum(mask)]).astype(jnp.float32)
     loss_inc, incs = jax.lax.psum((loss_inc, incs), AXIS)
-    return state.loss + loss_inc, jax.tree.map(jnp.add, state.metrics, incs)
+    check = _check_labels(config, state.label_check, y, y_pred, mask)
+    return state._replace(
+        loss=state.loss + loss_inc,
+        metrics=jax.tree.map(jnp.add, state.metrics, incs),
+        label_check=check,
+    )
+
+
+def _check_labels(config: StepConfig, check, y, y_pred, mask):
+    """Counts this step's labels outside the loss's range; keeps the first bad step's values.
+
+    A few reductions per step, no host transfer: the host reads the result with
+    the logs. Padding rows (``mask == 0``) are not checked.
+    """
+    steps = check[0] + 1.0
+    out_of_range = getattr(config.loss, "out_of_range", None)
+    if out_of_range is None:
+        return check.at[0].set(steps)
+    labels, bad = out_of_range(y, y_pred)
+    bad = bad & (mask.reshape(-1, 1) > 0)
+    values = labels.astype(jnp.float32)
+    count = jax.lax.psum(jnp.sum(bad).astype(jnp.float32), AXIS)
+    low = jax.lax.pmin(jnp.min(jnp.where(bad, values, jnp.inf)), AXIS)
+    high = jax.lax.pmax(jnp.max(jnp.where(bad, values, -jnp.inf)), AXIS)
+    classes = jnp.float32(y_pred.shape[-1])
+    first = (check[1] == 0) & (count > 0)
+    seen = jnp.stack([steps, count, low, high, check[0], classes])
+    kept = jnp.stack([steps, check[1] + count, check[2], check[3], check[4], check[5]])
+    return jnp.where(first, seen, kept)
 
 
 def train_step(config: StepConfig, state: TrainState, batch) -> TrainState:
@@ -198,8 +241,8 @@ def train_step(config: StepConfig, state: TrainState, batch) -> TrainState:
     updates, opt_state = config.optimizer.update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
     rest = _sync_rest(state.rest, new_rest)
-    loss, metrics = _accumulate(config, state, y, y_pred, weight, mask, per_example)
-    return TrainState(params, rest, opt_state, loss, metrics, state.step + 1, state.rng)
+    state = _accumulate(config, state, y, y_pred, weight, mask, per_example)
+    return state._replace(params=params, rest=rest, opt_state=opt_state, step=state.step + 1)
 
 
 def eval_step(config: StepConfig, state: TrainState, batch) -> TrainState:
@@ -210,8 +253,7 @@ def eval_step(config: StepConfig, state: TrainState, batch) -> TrainState:
         config, config.eval_graphdef, state.params, state.rest, x, training=False
     )
     per_example = config.loss(y, y_pred, logits=logits) if config.loss is not None else None
-    loss, metrics = _accumulate(config, state, y, y_pred, weight, mask, per_example)
-    return state._replace(loss=loss, metrics=metrics)
+    return _accumulate(config, state, y, y_pred, weight, mask, per_example)
 
 
 def predict_step(config: StepConfig, state: TrainState, x) -> Any:
@@ -229,6 +271,7 @@ def results(config: StepConfig, state: TrainState) -> dict[str, jax.Array]:
         logs["loss"] = state.loss[0] / jnp.maximum(state.loss[1], 1.0)
     for metric, acc in zip(config.metrics, state.metrics, strict=True):
         logs[metric.name] = metric.result(acc)
+    logs["_label_check"] = state.label_check  # not a log: Model._fetch_logs raises on it
     return logs
 
 
