@@ -150,3 +150,27 @@ def test_padding_and_zero_weight_rows_are_not_checked():
     model.fit(x, y, batch_size=8, verbose=0)  # the short last batch is padded
     stream = phalanx.data.Dataset.from_tensor_slices((x, y)).batch(8)
     model.evaluate(stream, verbose=0)
+
+
+# -- TPUStrategy's batch advice reaches fit, the seeds' main path --------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_tpu_strategy_advises_a_per_replica_batch_multiple_of_128_in_fit(stream):
+    import warnings
+
+    strategy = phalanx.TPUStrategy(experimental_simulate_on_cpu=True)
+    x, y = _data(64)
+    model = _model(strategy)
+    data = (
+        dict(x=phalanx.data.Dataset.from_tensor_slices((x, y)).batch(32))
+        if stream
+        else dict(x=x, y=y, batch_size=32)
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(epochs=2, verbose=0, **data)
+        model.evaluate(verbose=0, **data)
+    messages = [str(w.message) for w in caught if "multiple of 128" in str(w.message)]
+    assert len(messages) == 1, messages
+    assert "per-replica batch is 4, not a multiple of 128" in messages[0]

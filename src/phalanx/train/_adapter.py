@@ -168,6 +168,11 @@ class ArrayAdapter:
         #: Whether the input holds targets ``y`` (the zeros put in their place are none).
         self.has_targets = y is not None
 
+    @property
+    def global_batch_size(self) -> int:
+        """The global batch of every step."""
+        return self.batch_size
+
     def _indices(self, epoch: int) -> np.ndarray:
         """The epoch's batch indices ``[steps, batch]``, ``-1`` for padding."""
         order = np.arange(self.num_examples)
@@ -262,6 +267,11 @@ class IterableAdapter:
         self._pool = _BufferPool()
         #: Whether the batches hold targets ``y``; known once the first batch is read.
         self.has_targets: bool | None = None
+
+    @property
+    def global_batch_size(self) -> int | None:
+        """The global batch (every process's share); None until the first batch is read."""
+        return None if self.batch_size is None else self.batch_size * self._shares
 
     def _epoch_iterator(self, epoch: int) -> Iterator:
         # Keras: a fresh pass per epoch, unless steps_per_epoch was given (then one

@@ -429,6 +429,8 @@ class Model:
             )
         if where is not None:
             self._check_targets(adapter, where)
+        # The strategy's batch-size advice (TPUStrategy: per-replica multiples of 128).
+        self._strategy._check_batch(adapter.global_batch_size)
         if not self.built:
             if adapter.resident:
                 shape = jax.tree.leaves(adapter.data[0])[0].shape[1:]
