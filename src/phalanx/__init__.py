@@ -11,6 +11,7 @@ from . import data as data
 from . import datasets as datasets
 from . import distribute as distribute
 from . import errors as errors
+from . import utils as utils
 from .distribute import InputContext as InputContext
 from .distribute import InputOptions as InputOptions
 from .distribute import Mirrored as Mirrored
@@ -69,4 +70,5 @@ __all__ = [
     "losses",
     "metrics",
     "optimizers",
+    "utils",
 ]

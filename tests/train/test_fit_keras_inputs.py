@@ -174,3 +174,39 @@ def test_tpu_strategy_advises_a_per_replica_batch_multiple_of_128_in_fit(stream)
     messages = [str(w.message) for w in caught if "multiple of 128" in str(w.message)]
     assert len(messages) == 1, messages
     assert "per-replica batch is 4, not a multiple of 128" in messages[0]
+
+
+# -- names the seeds use (item 16) -----------------------------------------------------------
+
+
+def test_fit_given_an_input_function_says_to_call_it():
+    x, y = _data(16)
+
+    def train_input_fn():
+        return phalanx.data.Dataset.from_tensor_slices((x, y)).batch(8)
+
+    model = _model()
+    with pytest.raises(TypeError, match=r"function train_input_fn.*fit\(train_input_fn\(\)"):
+        model.fit(train_input_fn, verbose=0)
+    with pytest.raises(TypeError, match=r"function train_input_fn.*evaluate\(train_input_fn\(\)"):
+        model.evaluate(train_input_fn, verbose=0)
+    model.fit(train_input_fn(), verbose=0)
+
+
+def test_to_categorical_as_keras():
+    y = np.array([0, 2, 1, 2])
+    one_hot = phalanx.utils.to_categorical(y, 3)
+    np.testing.assert_array_equal(one_hot, np.eye(3, dtype=np.float32)[y])
+    assert one_hot.dtype == np.float32
+    assert phalanx.utils.to_categorical(y).shape == (4, 3)  # classes from the labels
+    assert phalanx.utils.to_categorical(y.reshape(4, 1), 5).shape == (4, 5)  # [n, 1] squeezed
+    with pytest.raises(ValueError, match=r"label 3 .*num_classes=3"):
+        phalanx.utils.to_categorical(np.array([3]), 3)
+
+
+def test_optimizer_iterations_counts_the_steps_taken():
+    x, y = _data(40)
+    model = _model(lr=0.1)
+    assert int(model.optimizer.iterations) == 0
+    model.fit(x, y, batch_size=8, epochs=2, verbose=0)
+    assert int(model.optimizer.iterations) == 10

@@ -82,6 +82,12 @@ class OptimizerHandle:
             opt_state=model.distribute_strategy.replicate(opt_state)
         )
 
+    @property
+    def iterations(self) -> int:
+        """The number of optimizer steps taken so far (Keras's ``optimizer.iterations``)."""
+        state = self._model._state
+        return 0 if state is None else int(jax.device_get(state.step))
+
     def __repr__(self) -> str:
         return f"OptimizerHandle({self._optimizer!r})"
 

@@ -319,6 +319,8 @@ class Model:
           RuntimeError: ``compile`` was not called.
         """
         self._require_compiled("fit")
+        _check_not_a_function(x, "fit")
+        _check_not_a_function(validation_data, "fit", "validation_data=")
         _check_positive_int(epochs, "epochs")
         _check_positive_int(validation_freq, "validation_freq")
         if validation_split and validation_data is None:
@@ -497,6 +499,7 @@ class Model:
         masked, so the result equals one device's over the same examples.
         """
         self._require_compiled("evaluate")
+        _check_not_a_function(x, "evaluate")
         adapter = self._adapter(
             x,
             y,
@@ -534,6 +537,7 @@ class Model:
         """Returns the model's outputs for every input example, in order (numpy)."""
         if self._config is None:
             self.compile(optimizer="sgd", loss=None)
+        _check_not_a_function(x, "predict")
         adapter = self._adapter(
             x, None, None, batch_size=batch_size, steps=steps, shuffle=False, class_weight=None
         )
@@ -675,6 +679,16 @@ def _format_logs(logs: dict, return_dict: bool):
 
 def _as_tuple(data):
     return data if isinstance(data, tuple) else (data,)
+
+
+def _check_not_a_function(x, method: str, argument: str = "") -> None:
+    """Refuses an input function (Estimator's ``input_fn``): Keras takes its dataset."""
+    if callable(x) and not hasattr(x, "__iter__") and not hasattr(x, "__next__"):
+        name = getattr(x, "__name__", type(x).__name__)
+        raise TypeError(
+            f"{method}() got the function {name}, not data: Keras methods take the dataset "
+            f"an input function returns. Call it: {method}({argument}{name}())."
+        )
 
 
 def _check_positive_int(value, name: str) -> None:
