@@ -32,6 +32,19 @@ def test_configure_and_environment(monkeypatch):
         w.configure(timeout=0)
 
 
+def test_its_thread_is_stopped_by_the_exit_hook():
+    """The watchdog thread starts through phalanx._threads, whose exit hook ends it."""
+    from phalanx import _threads
+
+    w = Watchdog()
+    w.configure(timeout=60)
+    w.beat(step=1, phase="train")
+    thread = w._thread
+    assert thread in _threads.live_threads()
+    assert _threads.stop_all(timeout=5.0) == []
+    assert not thread.is_alive() and thread not in _threads.live_threads()
+
+
 def test_report_names_the_process_the_step_and_who_is_behind():
     mine = Report(0, 12, "train", time=100.0, deadline=30.0)
     others = {1: Report(1, 11, "eval", time=90.0, deadline=30.0)}

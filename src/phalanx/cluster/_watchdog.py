@@ -33,6 +33,7 @@ import time
 import traceback
 from dataclasses import asdict, dataclass
 
+from .._threads import start_thread
 from . import _kv
 
 TIMEOUT_ENV = "PHALANX_WATCHDOG_TIMEOUT"
@@ -75,7 +76,7 @@ class Watchdog:
     def __init__(self):
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._wake = threading.Event()
+        self._stop = threading.Event()  # set by the exit hook of phalanx._threads
         self._timeout: float | None = None  # set by configure()
         self._publishing = threading.Lock()  # one publish at a time (thread or stop())
         self._enabled: bool | None = None  # set by configure(); None: decide from the run
@@ -160,15 +161,10 @@ class Watchdog:
     def _start(self) -> None:
         with self._lock:
             if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="phalanx-watchdog", daemon=True
-                )
-                self._thread.start()
+                self._thread = start_thread(self._run, name="phalanx-watchdog", stop=self._stop)
 
     def _run(self) -> None:
-        while True:
-            self._wake.wait(_INTERVAL_S)
-            self._wake.clear()
+        while not self._stop.wait(_INTERVAL_S):
             last = self._last
             if last is None:
                 continue
