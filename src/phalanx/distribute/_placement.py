@@ -7,7 +7,7 @@ several, a sharding that names other processes' devices needs a global
 - the *same value on every process* (a model's initial weights, numpy arrays
   that a script run on every worker loads whole, batch indices computed from a
   shared seed): each process puts the slices that its devices hold,
-  ``put_global`` here (``jax.make_array_from_callback``). ``jax.device_put``
+  ``put`` here (``jax.make_array_from_callback``). ``jax.device_put``
   would do the same but first checks with a collective that every process
   passed equal values, an all-gather of the whole value per call;
 - *each process's share* (batches of an auto-sharded dataset): the global
@@ -83,26 +83,12 @@ def put(tree: Any, sharding: Sharding, *, copy: bool = True) -> Any:
     tree = host_arrays(tree, copy=copy)
     if sharding.is_fully_addressable:
         return jax.device_put(tree, sharding)
-    return put_global(tree, sharding)
-
-
-def put_global(tree: Any, sharding: Sharding) -> Any:
-    """Places every leaf of ``tree``, the same value on every process, with ``sharding``.
-
-    Args:
-      tree: a pytree of numpy arrays, scalars, or ``jax.Array`` s (local or global;
-        typed PRNG keys too). Every process passes equal values.
-      sharding: the target sharding, over the devices of any processes.
-
-    Returns:
-      The pytree with each leaf a ``jax.Array`` with ``sharding``.
-    """
-    if sharding.is_fully_addressable:
-        return jax.device_put(host_arrays(tree), sharding)
     return jax.tree.map(lambda x: _put_leaf(x, sharding), tree)
 
 
 def _put_leaf(x: Any, sharding: Sharding) -> jax.Array:
+    """One leaf, the same value on every process: each process puts the slices its
+    devices hold (``jax.make_array_from_callback``), with no equality check."""
     if isinstance(x, jax.Array):
         if x.sharding == sharding:
             return x

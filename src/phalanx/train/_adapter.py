@@ -79,10 +79,12 @@ class Execution(NamedTuple):
     release: Callable[[], None] | None = None
 
 
-def check_global_batch(batch_size: int, num_replicas: int, what: str = "batch_size") -> None:
+def check_global_batch(
+    batch_size: int, num_replicas: int, what: str = "batch_size", hint: str = ""
+) -> None:
     """Raises ``BatchNotDivisibleError`` unless ``batch_size`` splits over the replicas."""
     if batch_size % num_replicas:
-        raise BatchNotDivisibleError.of(batch_size, num_replicas, what=f"global {what}")
+        raise BatchNotDivisibleError.of(batch_size, num_replicas, what=f"global {what}", hint=hint)
 
 
 def _leading(tree) -> int:
@@ -453,11 +455,7 @@ def make_adapter(
             hint = ""
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}.")
-        replicas = strategy.num_replicas_in_sync
-        if batch_size % replicas:
-            raise BatchNotDivisibleError.of(
-                batch_size, replicas, what="global batch_size", hint=hint
-            )
+        check_global_batch(batch_size, strategy.num_replicas_in_sync, hint=hint)
         return ArrayAdapter(
             x,
             y,
