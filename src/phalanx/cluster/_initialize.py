@@ -113,14 +113,14 @@ def initialize(
     _check_backends_not_started()
     _apply_cpu_devices(resolver.cpu_devices)
     start = time.monotonic()
-    _roll_call(resolver, initialization_timeout)
+    bind = _roll_call(resolver, initialization_timeout)
     left = max(10.0, initialization_timeout - (time.monotonic() - start))
     _say(
         f"process {resolver.process_id} of {resolver.num_processes}: all arrived; connecting "
         f"to JAX's coordinator at {resolver.coordinator_address} (deadline {left:.0f} s, "
         f"heartbeat {heartbeat_timeout:.0f} s)"
     )
-    _connect_jax(jax, resolver, left, heartbeat_timeout, shutdown_timeout)
+    _connect_jax(jax, resolver, bind, left, heartbeat_timeout, shutdown_timeout)
     _runtime.resolver, _runtime.owns_jax = resolver, True
     _exit_at_once_on_uncaught_exceptions()
     return resolver
@@ -237,7 +237,8 @@ def _apply_cpu_devices(n: int | None) -> None:
         set_cpu_device_count(n)
 
 
-def _roll_call(resolver: ClusterResolver, timeout: float) -> None:
+def _roll_call(resolver: ClusterResolver, timeout: float) -> str | None:
+    """Meets the other processes; returns where process 0 listened (None elsewhere)."""
     host, port = split_address(resolver.coordinator_address)
     hint = resolver.missing_hint()
     secret = resolver.job_secret
@@ -258,21 +259,22 @@ def _roll_call(resolver: ClusterResolver, timeout: float) -> None:
             bind=bind,
             secret=secret,
         )
-    else:
-        attend_roll_call(
-            host,
-            port,
-            resolver.num_processes,
-            resolver.process_id,
-            timeout=timeout,
-            hint=hint,
-            secret=secret,
-        )
+        return bind
+    attend_roll_call(
+        host,
+        port,
+        resolver.num_processes,
+        resolver.process_id,
+        timeout=timeout,
+        hint=hint,
+        secret=secret,
+    )
+    return None
 
 
-def _connect_jax(jax, resolver, timeout, heartbeat_timeout, shutdown_timeout) -> None:
+def _connect_jax(jax, resolver, bind, timeout, heartbeat_timeout, shutdown_timeout) -> None:
     ids = resolver.local_device_ids
-    host, port = split_address(resolver.coordinator_address)
+    _, port = split_address(resolver.coordinator_address)
     try:
         jax.distributed.initialize(
             coordinator_address=resolver.coordinator_address,
@@ -281,8 +283,9 @@ def _connect_jax(jax, resolver, timeout, heartbeat_timeout, shutdown_timeout) ->
             local_device_ids=list(ids) if ids is not None else None,
             cluster_detection_method="deactivate",
             # JAX's default listens on every interface ([::]); its key-value store has no
-            # authentication, so it listens where the roll call did: the coordinator's host.
-            coordinator_bind_address=jax_bind_address(bind_host(host), port),
+            # authentication, so process 0 listens where its roll call did: the coordinator's
+            # host (the others pass None: JAX reads it on process 0 only).
+            coordinator_bind_address=jax_bind_address(bind, port) if bind else None,
             initialization_timeout=math.ceil(timeout),
             heartbeat_timeout_seconds=math.ceil(heartbeat_timeout),
             shutdown_timeout_seconds=math.ceil(shutdown_timeout),
