@@ -219,7 +219,7 @@ CASES = [
         "bind foreign address",
         lambda: host_roll_call(1, 2, timeout=1, address="192.0.2.77:1", hint="", bind="192.0.2.77"),
         InitializationError,
-        r"on 192.0.2.77: that is not an address of this machine",
+        r"on 192.0.2.77: that is not an address of this machine.*PHALANX_COORDINATOR_BIND_ADDRESS",
     ),
 ]
 
