@@ -538,37 +538,33 @@ class TFRecordReader:
             if left < length + _FOOTER_BYTES:
                 self._truncated(index, offset, _HEADER_BYTES + left, length + 16, src)
                 return None
-            rest = src.read(length + _FOOTER_BYTES - len(head))
-            record = head + rest
-            return self._checked(record[:length], record[length:], index, offset, src)
-        # Compressed: the CRC first, streaming (nothing held), then the data a second time.
-        c, seen, rest = _crc(head[:length]), min(len(head), length), head[length:]
-        while seen < length or len(rest) < _FOOTER_BYTES:
-            more = src.read(self._chunk)
-            if not more:
-                self._truncated(index, offset, _HEADER_BYTES + seen + len(rest), length + 16, src)
-                return None
-            take = min(len(more), length - seen)
-            c = _crc(more[:take], c)
-            seen += take
-            rest += more[take:]
+            record = head + src.read(length + _FOOTER_BYTES - len(head))
+            data, rest = record[:length], record[length:]
+            c = _crc(data)
+        else:  # the CRC first, streaming (nothing held), then the data a second time
+            data, c, seen, rest = None, _crc(head[:length]), min(len(head), length), head[length:]
+            while seen < length or len(rest) < _FOOTER_BYTES:
+                more = src.read(self._chunk)
+                if not more:
+                    have = _HEADER_BYTES + seen + len(rest)
+                    self._truncated(index, offset, have, length + 16, src)
+                    return None
+                take = min(len(more), length - seen)
+                c = _crc(more[:take], c)
+                seen += take
+                rest += more[take:]
         (stored,) = _U32.unpack_from(rest, 0)
         if _mask(c) != stored:
             self._corrupt(index, offset, "data", stored, _mask(c))
             return None, rest[_FOOTER_BYTES:]
-        again = open_stream(self.path, self.compression_type, offset + _HEADER_BYTES, self._chunk)
-        try:
-            data = again.read(length)
-        finally:
-            again.close()
-        return data, rest[_FOOTER_BYTES:]
-
-    def _checked(self, data: bytes, rest: bytes, index: int, offset: int, src):
-        (stored,) = _U32.unpack_from(rest, 0)
-        actual = _mask(_crc(data))
-        if actual != stored:
-            self._corrupt(index, offset, "data", stored, actual)
-            return None, rest[_FOOTER_BYTES:]
+        if data is None:
+            again = open_stream(
+                self.path, self.compression_type, offset + _HEADER_BYTES, self._chunk
+            )
+            try:
+                data = again.read(length)
+            finally:
+                again.close()
         return data, rest[_FOOTER_BYTES:]
 
 
