@@ -309,6 +309,23 @@ class _InflatingSource:
         self._raw.close()
 
 
+def guess_compression(path: str) -> str | None:
+    """Returns ``""``, ``"GZIP"`` or ``"ZLIB"`` from a file's first bytes; None if not a TFRecord."""
+    with open(path, "rb") as f:
+        head = f.read(12)
+    if not head:
+        return ""
+    if len(head) == 12:
+        (crc,) = _U32.unpack_from(head, 8)
+        if masked_crc32c(head[:8]) == crc:
+            return ""
+    if head[:2] == b"\x1f\x8b":
+        return "GZIP"
+    if len(head) >= 2 and head[0] & 0x0F == 8 and (head[0] << 8 | head[1]) % 31 == 0:
+        return "ZLIB"
+    return None
+
+
 def open_stream(path: str, compression_type: str, offset: int = 0, chunk: int = _MIN_CHUNK):
     """Opens ``path`` for reading from ``offset`` of its (decompressed) stream.
 
@@ -411,15 +428,8 @@ class TFRecordReader:
 
     def _compressed_hint(self) -> str:
         """When an uncompressed read fails at byte 0 of a GZIP/ZLIB file: says which it is."""
-        if self.compression_type:
-            return ""
-        with open(self.path, "rb") as f:
-            head = f.read(2)
-        if head == b"\x1f\x8b":
-            kind = "GZIP"
-        elif len(head) == 2 and head[0] & 0x0F == 8 and (head[0] << 8 | head[1]) % 31 == 0:
-            kind = "ZLIB"
-        else:
+        kind = None if self.compression_type else guess_compression(self.path)
+        if not kind:
             return ""
         return (
             f"The file starts like a {kind} stream: read it with compression_type={kind!r} "
