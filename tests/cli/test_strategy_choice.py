@@ -46,3 +46,12 @@ def test_info_refuses_an_invalid_cluster_configuration(as_json):
     assert "PHALANX_CLUSTER=none" in run.stderr and "Traceback" not in run.stderr
     if as_json:
         assert json.loads(run.stdout)["cluster"].startswith("invalid: TF_CONFIG")
+
+
+def test_demo_asked_for_one_device_does_not_read_the_cluster(tmp_path):
+    run = phalanx(
+        "--devices", "1", "demo", "--strategy", "one_device", "--epochs", "1", "--verbose", "0",
+        "--logdir", "", cwd=tmp_path, TF_CONFIG="{not json",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "on OneDeviceStrategy (1 replica; asked for)" in run.stdout, run.stdout

@@ -63,19 +63,21 @@ def choose_strategy(requested: str = "auto") -> StrategyChoice:
     """Chooses the strategy for ``requested`` (one of ``NAMES``) in this environment.
 
     Raises:
-      ClusterConfigError: the environment describes a cluster, badly (the message
-        names the variable).
+      ClusterConfigError: for ``auto`` and ``multi_worker``, the environment
+        describes a cluster, badly (the message names the variable).
     """
     from ..cluster import resolve
 
     if requested not in NAMES:
         raise ValueError(f"strategy must be one of {', '.join(NAMES)}, got {requested!r}.")
+    if requested in ("one_device", "mirrored"):  # no cluster to read: a bad one is no matter
+        return StrategyChoice(requested, "asked for")
     cluster = resolve()
-    devices = jax.local_device_count()
-    if requested != "auto":
+    if requested == "multi_worker":
         return StrategyChoice(requested, "asked for", cluster)
     if cluster is not None:
         return StrategyChoice("multi_worker", f"auto: {cluster.describe()}", cluster)
+    devices = jax.local_device_count()
     plural = "s" if devices > 1 else ""
     name = "mirrored" if devices > 1 else "one_device"
     return StrategyChoice(name, f"auto: {devices} local device{plural}, no cluster")
