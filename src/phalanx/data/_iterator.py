@@ -210,7 +210,7 @@ class AccessIterator(IndexIterator):
 
 
 def state_int(
-    state: Any, key: str, *, low: int = 0, high: int | None = None, what: str = ""
+    state: Any, key: str, *, low: int = 0, high: int | None = None, what: str = "position"
 ) -> int:
     """``state[key]`` as an int in ``[low, high]``, or an ``IteratorStateError`` saying why not.
 
@@ -219,20 +219,20 @@ def state_int(
     """
     if not isinstance(state, dict) or key not in state:
         raise IteratorStateError(
-            f"set_state: the iterator state has no {key!r} ({what or 'position'}) where the "
+            f"set_state: the iterator state has no {key!r} ({what}) where the "
             f"pipeline expects one; got {str(state)[:80]}. The state is damaged or from another "
             "pipeline: restore a state saved by get_state() of the same pipeline."
         )
     value = state[key]
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise IteratorStateError(
-            f"set_state: {key!r} ({what or 'position'}) must be an int, got {value!r} of type "
+            f"set_state: {key!r} ({what}) must be an int, got {value!r} of type "
             f"{type(value).__name__}. The state is damaged: restore one saved by get_state()."
         )
     if value < low or (high is not None and value > high):
         bound = f"[{low}, {high}]" if high is not None else f">= {low}"
         raise IteratorStateError(
-            f"set_state: {key!r} ({what or 'position'}) is {int(value)}, outside {bound} for this "
+            f"set_state: {key!r} ({what}) is {int(value)}, outside {bound} for this "
             "pipeline. The state was altered, or saved on other data (another number of "
             "elements): restore a state saved by get_state() on the same data."
         )
