@@ -181,14 +181,23 @@ def _sync_rest(old_rest, new_rest):
 
 
 def _accumulate(config: StepConfig, state: TrainState, y, y_pred, weight, mask, per_example):
-    """Adds this step's loss, metric increments and label check, over replicas, to the state."""
+    """Adds this step's loss, metric increments and label check, over replicas, to the state.
+
+    One ``psum`` carries the loss, the metrics and the count of bad labels; one
+    ``pmin`` the bad labels' extremes, only for a loss that checks its labels.
+    """
     incs = tuple(m.update(m.init(), y, y_pred, sample_weight=weight) for m in config.metrics)
     loss_inc = jnp.zeros(2, jnp.float32)
     if per_example is not None:
         weighted = jnp.where(weight > 0, per_example * weight, 0.0)
         loss_inc = jnp.stack([jnp.sum(weighted), jnp.sum(mask)]).astype(jnp.float32)
-    loss_inc, incs = jax.lax.psum((loss_inc, incs), AXIS)
-    check = _check_labels(config, state.label_check, y, y_pred, mask)
+    bad = _bad_labels(config, y, y_pred, mask)
+    count = jnp.float32(0) if bad is None else bad[0]
+    loss_inc, incs, count = jax.lax.psum((loss_inc, incs, count), AXIS)
+    check = state.label_check.at[0].add(1.0)
+    if bad is not None:
+        low, neg_high = jax.lax.pmin(bad[1:], AXIS)
+        check = _keep_first_bad(check, count, low, -neg_high, y_pred.shape[-1])
     return state._replace(
         loss=state.loss + loss_inc,
         metrics=jax.tree.map(jnp.add, state.metrics, incs),
@@ -196,26 +205,29 @@ def _accumulate(config: StepConfig, state: TrainState, y, y_pred, weight, mask, 
     )
 
 
-def _check_labels(config: StepConfig, check, y, y_pred, mask):
-    """Counts this step's labels outside the loss's range; keeps the first bad step's values.
+def _bad_labels(config: StepConfig, y, y_pred, mask) -> jax.Array | None:
+    """This replica's ``[count, lowest, -highest]`` of labels outside the loss's range.
 
-    A few reductions per step, no host transfer: the host reads the result with
-    the logs. Padding rows (``mask == 0``) are not checked.
+    None for a loss that does not check its labels. Padding rows (``mask == 0``)
+    are not checked; a few reductions, no host transfer.
     """
-    steps = check[0] + 1.0
     out_of_range = getattr(config.loss, "out_of_range", None)
     if out_of_range is None:
-        return check.at[0].set(steps)
+        return None
     labels, bad = out_of_range(y, y_pred)
     bad = bad & (mask.reshape(-1, 1) > 0)
     values = labels.astype(jnp.float32)
-    count = jax.lax.psum(jnp.sum(bad).astype(jnp.float32), AXIS)
-    low = jax.lax.pmin(jnp.min(jnp.where(bad, values, jnp.inf)), AXIS)
-    high = jax.lax.pmax(jnp.max(jnp.where(bad, values, -jnp.inf)), AXIS)
-    classes = jnp.float32(y_pred.shape[-1])
+    low = jnp.min(jnp.where(bad, values, jnp.inf))
+    high = jnp.max(jnp.where(bad, values, -jnp.inf))
+    return jnp.stack([jnp.sum(bad).astype(jnp.float32), low, -high])
+
+
+def _keep_first_bad(check, count, low, high, classes: int):
+    """``label_check`` (steps already counted) with this step's bad labels added; the
+    first bad step's values are kept: lowest, highest, its index, the classes."""
     first = (check[1] == 0) & (count > 0)
-    seen = jnp.stack([steps, count, low, high, check[0], classes])
-    kept = jnp.stack([steps, check[1] + count, check[2], check[3], check[4], check[5]])
+    seen = jnp.stack([check[0], count, low, high, check[0] - 1.0, jnp.float32(classes)])
+    kept = check.at[1].add(count)
     return jnp.where(first, seen, kept)
 
 
