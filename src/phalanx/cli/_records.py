@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import struct
 import time
 from typing import Any
 
@@ -14,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..data._example import Example
-from ..data._tfrecord_io import TFRecordReader, masked_crc32c
+from ..data._tfrecord_io import TFRecordReader, guess_compression
 from ..errors import DataLossError, ExampleParseError
 
 
@@ -41,23 +40,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _usage(parser: argparse.ArgumentParser) -> int:
     parser.print_help()
     return 2
-
-
-def guess_compression(path: str) -> str | None:
-    """Returns ``""``, ``"GZIP"`` or ``"ZLIB"`` from a file's first bytes; None if not a TFRecord."""
-    with open(path, "rb") as f:
-        head = f.read(12)
-    if not head:
-        return ""
-    if len(head) == 12:
-        (crc,) = struct.unpack_from("<I", head, 8)
-        if masked_crc32c(head[:8]) == crc:
-            return ""
-    if head[:2] == b"\x1f\x8b":
-        return "GZIP"
-    if len(head) >= 2 and head[0] & 0x0F == 8 and (head[0] << 8 | head[1]) % 31 == 0:
-        return "ZLIB"
-    return None
 
 
 def _compression_for(path: str, given: str | None) -> str | None:
