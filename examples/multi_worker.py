@@ -10,7 +10,7 @@ gradients across them, so all processes end with the same weights.
 
 On real machines, start it once per machine with ``TF_CONFIG``, Slurm or
 Kubernetes variables set (see the README's "Many machines"). The data are
-scikit-learn's 8x8 digits scaled up to MNIST's 28x28, so it runs offline.
+the 8x8 digits shipped with phalanx, scaled up to MNIST's 28x28, so it runs offline.
 """
 
 from __future__ import annotations

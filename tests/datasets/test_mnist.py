@@ -5,7 +5,7 @@ import io
 import numpy as np
 import pytest
 
-from phalanx.datasets import digits, mnist
+from phalanx.datasets import mnist
 from phalanx.datasets._idx import read_idx, write_idx
 
 
@@ -75,13 +75,6 @@ def test_truncated_and_foreign_files(tmp_path):
     (tmp_path / "cut").write_bytes((tmp_path / "ok").read_bytes()[:-2])
     with pytest.raises(ValueError, match="is truncated"):
         read_idx(tmp_path / "cut")
-
-
-def test_digits_split():
-    (x, y), (xt, _yt) = digits.load_data(test_fraction=0.25, seed=1)
-    assert len(x) + len(xt) == 1797
-    assert x.dtype == np.float32 and x.min() >= 0.0 and x.max() <= 1.0
-    assert set(np.unique(y)) == set(range(10))
 
 
 def _npz_bytes() -> bytes:

@@ -1,7 +1,7 @@
 """``phalanx demo``: the seeds' model trained on real digits, on the local devices.
 
 ``Dense(128, relu)`` then ``Dense(10, softmax)``, Adam, sparse categorical
-cross-entropy and accuracy, on scikit-learn's 1797 real 8x8 handwritten digits
+cross-entropy and accuracy, on the 1797 real 8x8 handwritten digits (UCI) shipped inside phalanx
 (bundled, offline) or MNIST (``--dataset mnist``). ``fit`` holds out the last 10%
 of the (already shuffled) training examples for validation (``validation_split``);
 the test set is used once, at the end. It prints the progress bar, the test
@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--dataset",
         choices=("digits", "mnist"),
         default="digits",
-        help="digits: scikit-learn's 1797 8x8 images, offline; mnist: 70000 28x28, downloaded once",
+        help="digits: 1797 real 8x8 images shipped with phalanx, offline; mnist: 70000 28x28, downloaded once",
     )
     p.add_argument(
         "--data-dir",
