@@ -172,6 +172,14 @@ class WeightsFileError(PhalanxError, OSError, ValueError):
     """A weights file cannot be written there, or is not one that matches the model."""
 
 
+class FileSystemNotInstalledError(PhalanxError, ImportError):
+    """A path's protocol (``gs://``, ``s3://`` ...) needs an fsspec package that is not installed."""
+
+
+class UnknownProtocolError(PhalanxError, ValueError):
+    """A path names a protocol (``xyz://``) that no fsspec file system serves."""
+
+
 class AutoShardError(PhalanxError, ValueError):
     """An auto-shard policy cannot be applied to this pipeline (for example FILE without files)."""
 

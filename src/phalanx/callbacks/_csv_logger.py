@@ -1,4 +1,9 @@
-"""``CSVLogger``: one CSV row per epoch."""
+"""``CSVLogger``: one CSV row per epoch.
+
+A ``filename`` that is a URL (``gs://``, ``s3://``, ``memory://``) is written
+to a local temporary copy (the existing file's, with ``append``) and uploaded
+whole after every row and at the end: object stores cannot append.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,8 @@ from typing import IO, Any
 
 import numpy as np
 
+from ..io import _fs
+from ..io._staging import StagedFile
 from . import _process
 from ._callback import Callback, Logs
 
@@ -32,7 +39,8 @@ class CSVLogger(Callback):
     later epochs have their columns; a missing value is written ``NA``.
 
     Args:
-        filename: The CSV file to write.
+        filename: The CSV file to write: a local path or a URL (``gs://...``),
+            uploaded after every row.
         separator: The column separator.
         append: Append to an existing file (no second header) instead of
             overwriting it.
@@ -57,6 +65,8 @@ class CSVLogger(Callback):
         if not isinstance(separator, str) or len(separator) != 1:
             raise ValueError(f"CSVLogger: separator must be one character; received {separator!r}.")
         self.filename = os.fspath(filename)
+        _fs.locate(self.filename)  # a URL whose file-system package is missing fails here
+        self._staged: StagedFile | None = None
         self.sep = separator
         self.append = append
         self.keys: list[str] | None = None
@@ -71,13 +81,17 @@ class CSVLogger(Callback):
         if not _process.is_chief():
             return
         self._write_header = True
-        if self.append and os.path.exists(self.filename):
-            with open(self.filename) as f:
+        path = _fs.os_path(self.filename)
+        if path is None:
+            self._staged = StagedFile(self.filename, download=self.append)
+            path = self._staged.local
+        if self.append and os.path.exists(path):
+            with open(path) as f:
                 self._write_header = not f.readline()
-        dirname = os.path.dirname(self.filename)
+        dirname = os.path.dirname(path)
         if dirname:
             os.makedirs(dirname, exist_ok=True)
-        self.csv_file = open(self.filename, "a" if self.append else "w", newline="")  # noqa: SIM115
+        self.csv_file = open(path, "a" if self.append else "w", newline="")  # noqa: SIM115
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
         """Writes this epoch's row."""
@@ -97,6 +111,8 @@ class CSVLogger(Callback):
         row = {"epoch": epoch, **{k: _cell(logs.get(k, "NA")) for k in self.keys}}
         self.writer.writerow(row)
         self.csv_file.flush()
+        if self._staged is not None:
+            self._staged.sync()
 
     def on_train_end(self, logs: Logs | None = None) -> None:
         """Closes the file."""
@@ -104,3 +120,6 @@ class CSVLogger(Callback):
             self.csv_file.close()
         self.csv_file = None
         self.writer = None
+        if self._staged is not None:
+            staged, self._staged = self._staged, None
+            staged.close()

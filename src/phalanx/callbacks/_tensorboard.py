@@ -1,4 +1,11 @@
-"""``TensorBoard``: scalars (and weight histograms) as TensorBoard event files."""
+"""``TensorBoard``: scalars (and weight histograms) as TensorBoard event files.
+
+A ``log_dir`` that is a URL (``gs://``, ``s3://``, ``memory://``) is written
+to a local temporary folder by tensorboardX and uploaded by ``phalanx.io``
+(``StagedDir``) at every epoch end and when the writers close, rather than
+through tensorboardX's own remote writers, which know only ``s3://`` and
+``gs://``, each with its own client library and credentials.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from ..io import _fs
+from ..io._staging import StagedDir
 from . import _process
 from ._callback import Callback, Logs
 from ._learning_rate import try_learning_rate
@@ -55,7 +64,8 @@ class TensorBoard(Callback):
     goes to ``validation`` at step = training steps done.
 
     Args:
-        log_dir: The directory of the event files.
+        log_dir: The directory of the event files: a local path or a URL
+            (``gs://bucket/logs``), uploaded at each epoch end and at the end.
         histogram_freq: Every this many epochs, write a histogram of each
             weight array (``weights/<index>``); 0 never.
         write_graph: Accepted for Keras compatibility; no graph is written.
@@ -106,12 +116,12 @@ class TensorBoard(Callback):
                 f"TensorBoard: histogram_freq must be an integer >= 0 (epochs); received {histogram_freq!r}."
             )
         self.log_dir = os.fspath(log_dir)
+        _fs.locate(self.log_dir)  # a URL whose file-system package is missing fails here
+        self._staged: StagedDir | None = None
         self.histogram_freq = histogram_freq
         self.write_graph = write_graph
         self.write_steps_per_second = write_steps_per_second
         self.update_freq = _check_update_freq(update_freq)
-        self._train_dir = os.path.join(self.log_dir, "train")
-        self._val_dir = os.path.join(self.log_dir, "validation")
         self._writers: dict[str, Any] = {}
         self._steps = StepCounter()
         self._in_fit = False
@@ -125,10 +135,25 @@ class TensorBoard(Callback):
         if name not in self._writers:
             from tensorboardX import SummaryWriter
 
-            self._writers[name] = SummaryWriter(
-                self._train_dir if name == "train" else self._val_dir
-            )
+            self._writers[name] = SummaryWriter(os.path.join(self._local_log_dir(), name))
         return self._writers[name]
+
+    def _local_log_dir(self) -> str:
+        """``log_dir`` on this machine's disks, or the local copy of a remote one."""
+        local = _fs.os_path(self.log_dir)
+        if local is not None:
+            return local
+        if self._staged is None:
+            self._staged = StagedDir(self.log_dir)
+        return self._staged.local
+
+    def _upload(self) -> None:
+        """Uploads a remote log dir's changed event files (nothing to do for a local one)."""
+        if self._staged is None:
+            return
+        for writer in self._writers.values():
+            writer.flush()
+        self._staged.sync()
 
     def _scalars(
         self, name: str, values: Logs, step: int, prefix: str = "", suffix: str = ""
@@ -147,6 +172,9 @@ class TensorBoard(Callback):
         for writer in self._writers.values():
             writer.close()
         self._writers = {}
+        if self._staged is not None:
+            staged, self._staged = self._staged, None
+            staged.close()
 
     # Hooks.
 
@@ -197,6 +225,7 @@ class TensorBoard(Callback):
         self._scalars("validation", val, epoch, prefix="epoch_")
         if self.histogram_freq and epoch % self.histogram_freq == 0:
             self._histograms(epoch)
+        self._upload()
 
     def on_test_end(self, logs: Logs | None = None) -> None:
         """Writes ``evaluation_<name>_vs_iterations`` at the training steps done."""

@@ -7,7 +7,9 @@ the input. A pass that is abandoned before the end caches nothing.
 
 A file cache is one ``.npz`` file (``filename``, with ``.npz`` appended
 unless present), written to a temporary name and renamed into place when
-complete, so a half-written cache is never read. It holds plain numpy
+complete, so a half-written cache is never read. ``filename`` may be a URL
+(``gs://bucket/cache/train``): the file is written locally, then uploaded in
+one piece (``phalanx.io``), and read back streaming. It holds plain numpy
 arrays and a JSON header; it is loaded with ``allow_pickle=False``. Byte
 strings in ``object`` arrays (records of ``TFRecordDataset``, lines of
 ``TextLineDataset``) are stored as their concatenated bytes and offsets, never
@@ -25,12 +27,12 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import warnings
 from typing import Any
 
 import numpy as np
 
+from ..io import _fs
 from . import _structure as st
 from ._dataset import Dataset
 from ._iterator import AccessIterator, ArraysAccess, DatasetIterator, RandomAccess
@@ -85,7 +87,7 @@ class CacheDataset(Dataset):
         return out
 
     def _filled(self) -> RandomAccess | None:
-        if self._store is None and self._path and os.path.exists(self._path):
+        if self._store is None and self._path and _fs.exists(self._path):
             self._store = _load(self._path)
         return self._store
 
@@ -180,17 +182,8 @@ def _save(path: str, elements: list[Any], store: RandomAccess) -> None:
         "bytes": strings,
     }
     arrays["__header__"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
-    try:
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    with _fs.atomic_write(path) as f:
+        np.savez(f, **arrays)
 
 
 def _encode_bytes(path: str, name: str, a: np.ndarray) -> dict[str, np.ndarray]:
@@ -223,7 +216,7 @@ def _decode_bytes(z: Any, name: str) -> np.ndarray:
 
 def _load(path: str) -> RandomAccess | None:
     try:
-        with np.load(path, allow_pickle=False) as z:
+        with _fs.open(path, "rb") as f, np.load(f, allow_pickle=False) as z:
             header = json.loads(bytes(z["__header__"]).decode())
             if header.get("format") != CACHE_FORMAT:
                 raise ValueError(f"unknown format {header.get('format')!r}")

@@ -18,6 +18,7 @@ import os
 from collections.abc import Iterator
 
 from ..errors import DataLossError, TruncatedRecordError
+from ..io import _fs
 from ._tfrecord_io import _MIN_CHUNK, normalize_compression_type, open_stream
 
 __all__ = ["FixedLengthRecordReader", "TextLineReader"]
@@ -148,7 +149,7 @@ class FixedLengthRecordReader:
 
     def _records(self) -> Iterator[bytes]:
         if not self.compression_type:
-            body = os.path.getsize(self.path) - self.header_bytes - self.footer_bytes
+            body = _fs.size(self.path) - self.header_bytes - self.footer_bytes
             if body < 0 or body % self.record_bytes:
                 raise ValueError(self._body_error(body))
             limit = self.header_bytes + body

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import os
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -15,6 +14,7 @@ from ..errors import (
     GeneratorSignatureError,
     StructureMismatchError,
 )
+from ..io import _fs
 from . import _structure as st
 from ._dataset import Dataset
 from ._iterator import (
@@ -502,12 +502,18 @@ def list_files(file_pattern: Any, *, shuffle: bool | None, seed: int | None) -> 
         if isinstance(file_pattern, str | bytes | os.PathLike)
         else list(file_pattern)
     )
-    names = sorted({m for p in patterns for m in glob.glob(_as_str(p))})
+    patterns = [_as_str(p) for p in patterns]
+    names = sorted({m for p in patterns for m in _fs.glob(p)})
     if not names:
+        where = (
+            "the pattern is a URL: check the bucket and prefix, and that these credentials "
+            "may list them"
+            if any(_fs.is_url(p) for p in patterns)
+            else f"the pattern is relative to the current directory {os.getcwd()!r}"
+        )
         raise DatasetArgumentError(
             f"list_files: no files matched pattern {file_pattern!r}. Check the path and the glob "
-            "(* ? [..]); the pattern is relative to the current directory "
-            f"{os.getcwd()!r}."
+            f"(* ? [..]); {where}."
         )
     ds: Dataset = ListFilesDataset(names)
     if shuffle is None or shuffle:

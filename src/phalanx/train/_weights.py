@@ -26,6 +26,7 @@ import jax
 import numpy as np
 
 from ..errors import WeightsFileError
+from ..io import _fs
 
 WEIGHT_TYPES = (nnx.Param, nnx.BatchStat)
 
@@ -119,9 +120,15 @@ def save_on_chief(path: str | os.PathLike, state: Any, *, timeout: float = SAVE_
         ) from e
 
 
-def save(path: str | os.PathLike, state: Any) -> Path:
+def save(path: str | os.PathLike, state: Any) -> Path | str:
     """Writes ``state``'s leaves to ``path`` atomically (a temp file, then a rename)."""
-    path = Path(path)
+    local = _fs.os_path(path)  # None for a URL (gs://, s3://, memory://): phalanx.io uploads it
+    if local is None:
+        with _fs.atomic_write(path) as f:
+            leaves = jax.tree.leaves(state)
+            np.savez(f, **{p: np.asarray(x) for p, x in zip(_paths(state), leaves, strict=True)})
+        return path
+    path = Path(local)
     _make_parent(path)
     arrays = {p: np.asarray(x) for p, x in zip(_paths(state), jax.tree.leaves(state), strict=True)}
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -164,10 +171,11 @@ def load(path: str | os.PathLike, state: Any) -> Any:
       WeightsFileError: not a weights archive (random bytes, truncated, a
         directory), or its weights do not match the model's names, shapes or dtypes.
     """
-    path = Path(path)
-    if not path.exists():
+    local = _fs.os_path(path)
+    path = Path(local) if local is not None else os.fspath(path)
+    if not _fs.exists(path):
         raise FileNotFoundError(f"No weights file at {str(path)!r}.")
-    if path.is_dir():
+    if _fs.isdir(path):
         raise WeightsFileError(
             f"{str(path)!r} is a directory, not a weights file; give the .npz file that "
             "save_weights wrote."
@@ -176,7 +184,7 @@ def load(path: str | os.PathLike, state: Any) -> Any:
     leaves, treedef = jax.tree.flatten(state)
     expected = {p: leaf for p, leaf in zip(paths, leaves, strict=True)}
     try:
-        with zipfile.ZipFile(path) as archive:
+        with _fs.open(path, "rb") as f, zipfile.ZipFile(f) as archive:
             members = _check_headers(path, archive, expected)
             out = [_read_member(path, archive, members[p], expected[p]) for p in paths]
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error) as e:
