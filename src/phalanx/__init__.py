@@ -6,6 +6,7 @@ machines. The public names mirror TensorFlow's
 """
 
 from . import callbacks as callbacks
+from . import checkpoint as checkpoint
 from . import cluster as cluster
 from . import data as data
 from . import datasets as datasets
@@ -55,6 +56,7 @@ __all__ = [
     "TPUStrategy",
     "ValueContext",
     "callbacks",
+    "checkpoint",
     "cluster",
     "compute_average_loss",
     "data",

@@ -212,6 +212,18 @@ class BackendAlreadyStartedError(InitializationError):
     """``initialize()`` came after JAX started its backends in this process."""
 
 
+class CheckpointError(PhalanxError, ValueError):
+    """A checkpoint cannot be saved or restored (bad arguments, no checkpoint there)."""
+
+
+class CheckpointNotFoundError(CheckpointError, FileNotFoundError):
+    """No checkpoint at the path given (or none committed in the directory)."""
+
+
+class CheckpointMismatchError(CheckpointError):
+    """A checkpoint's arrays (names, shapes, dtypes) do not match the objects restored into."""
+
+
 __all__ = sorted(
     name
     for name, value in list(globals().items())

@@ -117,13 +117,6 @@ def test_step_based_saving_with_unknown_steps(model, tmp_path):
     assert len(model.saved) == 1  # after 6 of the 8 steps
 
 
-def test_whole_model_checkpoints_are_refused_with_the_alternative():
-    with pytest.raises(
-        NotImplementedError, match=r"whole-model checkpoints.*Use save_weights_only=True"
-    ):
-        ModelCheckpoint("ckpt.keras", save_weights_only=False)
-
-
 @pytest.mark.parametrize("save_freq", ["batch", 0, 2.5, True])
 def test_bad_save_freq_is_refused(save_freq):
     with pytest.raises(

@@ -3,7 +3,8 @@
 ``Callback`` is the base class; ``CallbackList`` calls a list of them as one.
 The callbacks are Keras 3's: ``History``, ``ProgbarLogger``, ``TensorBoard``,
 ``EarlyStopping``, ``LearningRateScheduler``, ``ReduceLROnPlateau``,
-``TerminateOnNaN``, ``CSVLogger``, ``ModelCheckpoint`` and ``LambdaCallback``.
+``TerminateOnNaN``, ``CSVLogger``, ``ModelCheckpoint``, ``BackupAndRestore`` and
+``LambdaCallback``.
 
 The protocol a training loop follows (``Model.fit`` does):
 
@@ -44,6 +45,7 @@ calls into the model (``get_weights``, ``save_weights``) happen on every
 process, since gathering sharded weights may need all of them.
 """
 
+from ._backup_and_restore import BackupAndRestore as BackupAndRestore
 from ._callback import Callback as Callback
 from ._callback_list import CallbackList as CallbackList
 from ._csv_logger import CSVLogger as CSVLogger
@@ -58,6 +60,7 @@ from ._tensorboard import TensorBoard as TensorBoard
 from ._terminate_on_nan import TerminateOnNaN as TerminateOnNaN
 
 __all__ = [
+    "BackupAndRestore",
     "CSVLogger",
     "Callback",
     "CallbackList",

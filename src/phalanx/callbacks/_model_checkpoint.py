@@ -30,15 +30,19 @@ class ModelCheckpoint(MonitorCallback):
 
     ``model.save_weights`` is called on every process, since gathering
     sharded weights can need all of them; the model writes on process 0.
-    Whole-model checkpoints (optimizer state, step, input position) are not
-    written here; ``save_weights_only=False`` is refused.
+    With ``save_weights_only=False`` each save is a ``phalanx.checkpoint``
+    checkpoint directory of the whole training state (weights, optimizer
+    state, step, RNG key, metric accumulators, and ``fit``'s position with
+    its input iterator state): ``Checkpoint(model=model).restore(path)``
+    resumes from it exactly.
 
     Args:
         filepath: Where to save, a path or a ``str.format`` pattern.
         monitor: The value of the logs that ``save_best_only`` watches.
         verbose: 1 prints a line at each save (or skipped save).
         save_best_only: Save only when ``monitor`` improves.
-        save_weights_only: Must be ``True`` (weights only) in this release.
+        save_weights_only: ``True``: the weights (``model.save_weights``);
+            ``False``: the whole training state (a checkpoint directory).
         mode: ``"min"``, ``"max"``, or ``"auto"`` (inferred from the name).
         save_freq: ``"epoch"`` or a number of training steps.
         initial_value_threshold: The best value to beat before the first save.
@@ -47,7 +51,6 @@ class ModelCheckpoint(MonitorCallback):
         ValueError: ``save_freq`` is neither ``"epoch"`` nor a positive integer,
             ``mode`` is unknown; in ``fit``, ``filepath`` names a value that
             is not in the logs.
-        NotImplementedError: ``save_weights_only=False``.
 
     Example:
         >>> from phalanx.callbacks import ModelCheckpoint
@@ -77,11 +80,6 @@ class ModelCheckpoint(MonitorCallback):
         initial_value_threshold: float | None = None,
     ) -> None:
         super().__init__(monitor, mode, initial_best=initial_value_threshold)
-        if not save_weights_only:
-            raise NotImplementedError(
-                "ModelCheckpoint(save_weights_only=False): whole-model checkpoints are not "
-                "available yet. Use save_weights_only=True (weights via model.save_weights)."
-            )
         if save_freq != "epoch" and (
             isinstance(save_freq, bool) or not isinstance(save_freq, int) or save_freq < 1
         ):
@@ -92,7 +90,7 @@ class ModelCheckpoint(MonitorCallback):
         self.filepath = os.fspath(filepath)
         self.verbose = verbose
         self.save_best_only = save_best_only
-        self.save_weights_only = True
+        self.save_weights_only = bool(save_weights_only)
         self.save_freq = save_freq
         self._steps = StepCounter()
         self._current_epoch = 0
@@ -133,7 +131,12 @@ class ModelCheckpoint(MonitorCallback):
         dirname = os.path.dirname(filepath)
         if dirname and _process.is_chief():
             os.makedirs(dirname, exist_ok=True)
-        self.model.save_weights(filepath)
+        if self.save_weights_only:
+            self.model.save_weights(filepath)
+        else:
+            from ..checkpoint import Checkpoint
+
+            Checkpoint(model=self.model).write(filepath)
 
     def _improved(self, epoch: int, logs: Logs, filepath: str) -> bool:
         if self._direction is None:  # used without on_train_begin

@@ -70,6 +70,10 @@ class Execution(NamedTuple):
       release: called by the loop once every device has finished the program
         that read ``xs`` (its outputs are ready): the host buffers ``xs`` was
         placed from may then be refilled. ``None`` when nothing is lent.
+      input_state: the input iterator's ``get_state()`` right after this
+        execution's batches (what a checkpoint saves, so that a resumed ``fit``
+        reads on from there); ``None`` for arrays (their order follows from the
+        seed and the epoch) and for inputs that cannot save a position.
     """
 
     xs: Any
@@ -77,6 +81,7 @@ class Execution(NamedTuple):
     steps: int
     sizes: tuple[int, ...]
     release: Callable[[], None] | None = None
+    input_state: Any = None
 
 
 def check_global_batch(
@@ -188,10 +193,15 @@ class ArrayAdapter:
                 order[self.num_examples :] = -1
         return order[:total].reshape(self.steps_per_epoch, self.batch_size).astype(np.int32)
 
-    def executions(self, epoch: int = 0) -> Iterator[Execution]:
-        """Yields the epoch's executions, in order."""
+    def executions(self, epoch: int = 0, start: int = 0, input_state=None) -> Iterator[Execution]:
+        """Yields the epoch's executions from step ``start`` on, in order.
+
+        ``input_state`` is unused: the order of arrays follows from the seed and
+        the epoch, so a resumed epoch skips its first ``start`` steps.
+        """
+        del input_state
         idx = self._indices(epoch)
-        for first in range(0, self.steps_per_epoch, self.n):
+        for first in range(start, self.steps_per_epoch, self.n):
             block = idx[first : first + self.n]
             steps = len(block)
             if steps < self.n:
@@ -275,24 +285,34 @@ class IterableAdapter:
         """The global batch (every process's share); None until the first batch is read."""
         return None if self.batch_size is None else self.batch_size * self._shares
 
-    def _epoch_iterator(self, epoch: int) -> Iterator:
+    def _epoch_iterator(self, epoch: int, start: int = 0, input_state=None) -> Iterator:
         # Keras: a fresh pass per epoch, unless steps_per_epoch was given (then one
         # iterator continues across epochs) or the input is itself an iterator. A
         # phalanx Dataset's pass is chosen by the epoch number, so that a resumed run
-        # (initial_epoch=k) reshuffles as the uninterrupted one did.
+        # (initial_epoch=k) reshuffles as the uninterrupted one did. A checkpoint's
+        # ``input_state`` puts a resumed run where the saved one was (mid-epoch, or
+        # an iterator that continues across epochs).
         fresh = self._steps_given is None and not hasattr(self._iterable, "__next__")
-        if self._iterator is None or fresh:
+        restore = input_state is not None and (start > 0 or not fresh)
+        if self._iterator is None or fresh or restore:
             by_epoch = getattr(self._iterable, "_iter_epoch", None)
             self._iterator = by_epoch(epoch) if by_epoch is not None else iter(self._iterable)
+            if restore:
+                _set_input_state(self._iterator, input_state)
         return self._iterator
 
-    def executions(self, epoch: int = 0) -> Iterator[Execution]:
-        """The epoch's executions, in order, prepared one ahead in a background thread."""
-        return background(self._generate(self._epoch_iterator(epoch)), size=1)
+    def executions(self, epoch: int = 0, start: int = 0, input_state=None) -> Iterator[Execution]:
+        """The epoch's executions from step ``start``, prepared one ahead in a background thread.
 
-    def _generate(self, it: Iterator) -> Iterator[Execution]:
+        ``start`` and ``input_state`` (an ``Execution.input_state`` of a saved
+        run) resume an epoch where a checkpoint left it.
+        """
+        it = self._epoch_iterator(epoch, start, input_state)
+        return background(self._generate(it, start), size=1)
+
+    def _generate(self, it: Iterator, start: int = 0) -> Iterator[Execution]:
         limit = self.steps_per_epoch
-        step = 0
+        step = start
         while limit is None or step < limit:
             want = self.n if limit is None else min(self.n, limit - step)
             batches = list(itertools.islice(it, want))
@@ -303,7 +323,7 @@ class IterableAdapter:
                         "Use .repeat() on the dataset, or lower steps_per_epoch."
                     )
                 return
-            yield self._stack(batches, step)
+            yield self._stack(batches, step)._replace(input_state=_input_state(it))
             step += len(batches)
             if len(batches) < want:
                 return
@@ -416,6 +436,31 @@ class _BufferPool:
                     self._free.append(lent.pop())
 
         return release
+
+
+def _input_state(it) -> Any:
+    """The iterator's ``get_state()``, or None when it cannot save a position."""
+    from ..errors import NotCheckpointableError
+
+    get_state = getattr(it, "get_state", None)
+    if get_state is None:
+        return None
+    try:
+        return get_state()
+    except NotCheckpointableError:
+        return None
+
+
+def _set_input_state(it, state) -> None:
+    set_state = getattr(it, "set_state", None)
+    if set_state is None:
+        from ..errors import NotCheckpointableError
+
+        raise NotCheckpointableError(
+            f"The checkpoint holds an input position, but fit's input ({type(it).__name__}) "
+            "cannot restore one. Resume with the same kind of input (a phalanx Dataset)."
+        )
+    set_state(state)
 
 
 def _known_length(iterable) -> int | None:

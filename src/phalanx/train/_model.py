@@ -36,7 +36,7 @@ import numpy as np
 
 from ..distribute import Strategy, get_strategy
 from ..errors import LabelOutOfRangeError, MissingTargetsError, ScopeError
-from . import _adapter, _loop, _step, _weights
+from . import _adapter, _checkpointing, _loop, _step, _weights
 from ._compile import CompileConfig, resolve_compile
 
 log = logging.getLogger("phalanx")
@@ -75,6 +75,12 @@ class Model:
         self._state: _step.TrainState | None = None
         self._graphdefs: tuple | None = None
         self._programs: dict = {}
+        # Where fit stands (epoch, steps done, input state), kept with _state; a restored
+        # checkpoint's arrays wait in _pending until the state exists; _resume tells the
+        # next fit to start at a restored position (BackupAndRestore sets it).
+        self._position = _checkpointing.TrainPosition()
+        self._pending: tuple | None = None
+        self._resume: _checkpointing.TrainPosition | None = None
         self.stop_training = False
         self.history = None
         self.optimizer = None
@@ -246,6 +252,10 @@ class Model:
             rng=jax.random.key(config.seed),
             label_check=_step.fresh_label_check(),
         )
+        if self._pending is not None:  # a checkpoint restored before the state existed
+            manifest, arrays = self._pending
+            state = _checkpointing.load_state(state, manifest, arrays)
+            self._pending = None
         self._state = self._strategy.replicate(state)
 
     def _sync_module(self) -> None:
@@ -354,10 +364,15 @@ class Model:
         cbs = self._callbacks(callbacks, verbose, epochs=epochs, steps=train.steps_per_epoch)
         self.stop_training = False
         cbs.on_train_begin()
+        resume, self._resume = self._resume, None  # BackupAndRestore restored a position
         logs: dict = {}
-        for epoch in range(initial_epoch, epochs):
+        for epoch in range(initial_epoch if resume is None else resume.epoch, epochs):
             cbs.on_epoch_begin(epoch)
-            logs = self._run_epoch("train", train, epoch, cbs, where="fit's x")
+            here = resume if resume is not None and epoch == resume.epoch else None
+            logs = self._run_epoch("train", train, epoch, cbs, where="fit's x", resume=here)
+            self._position = _checkpointing.TrainPosition(
+                epoch + 1, 0, self._position.input_state, logs
+            )
             if val is not None and (epoch + 1) % validation_freq == 0:
                 val_logs = self._evaluate_adapter(val, cbs, where="validation_data")
                 logs.update({f"val_{k}": v for k, v in val_logs.items()})
@@ -382,22 +397,34 @@ class Model:
             steps=steps,
         )
 
-    def _run_epoch(self, kind: str, adapter, epoch: int, cbs, *, where: str) -> dict:
+    def _run_epoch(self, kind: str, adapter, epoch: int, cbs, *, where: str, resume=None) -> dict:
         """Runs one epoch of executions (``_loop.pipelined``). Returns the last logs.
 
         ``where`` names the input in errors (``"fit's x"``, ``"validation_data"``).
+        ``resume`` (a ``TrainPosition`` in this epoch) starts after the steps it
+        counts, with the metric accumulators as restored.
         """
-        executions = self._prepared(adapter, epoch, where=where)
+        start = resume.step if resume is not None else 0
+        state = resume.input_state if resume is not None else None
+        executions = self._prepared(adapter, epoch, where=where, start=start, input_state=state)
+        if executions is None:  # resumed after the epoch's last step
+            return dict(resume.logs or {})
         program = self._program(kind, adapter.resident)
         begin, end = _hooks(cbs, kind)
-        self._state = self._reset_metrics(self._state)
+        if start == 0:
+            self._state = self._reset_metrics(self._state)
 
         def dispatch(ex):
             # The model's state is the one copy: each execution reads it as it is now, so a
             # callback's change (learning rate, set_weights) takes effect from the next
-            # step. Training donates it, so the new state replaces it at once.
+            # step. Training donates it, so the new state replaces it at once; the
+            # position moves with it (a checkpoint saves the two together).
             begin(ex.first_step)
             self._state, dev_logs = program(self._state, adapter.data, ex.xs, ex.steps)
+            if kind == "train":
+                self._position = _checkpointing.TrainPosition(
+                    epoch, ex.first_step + ex.steps, ex.input_state
+                )
             return dev_logs
 
         def stop() -> bool:
@@ -412,18 +439,25 @@ class Model:
             should_stop=stop,
             ahead=not _loop.may_act_per_batch(cbs, kind),
         ):
+            if kind == "train" and self._position.step == ex.first_step + ex.steps:
+                self._position = self._position._replace(logs=logs)
             end(ex.first_step + ex.steps - 1, logs)
         return logs
 
-    def _prepared(self, adapter, epoch: int, *, where: str | None):
+    def _prepared(self, adapter, epoch: int, *, where: str | None, start=0, input_state=None):
         """The epoch's executions, once the model is built and its state placed.
 
         A model that has not seen data yet is built from the first execution's
         input shape (Keras builds on first use too). Unless ``where`` is None
         (predict), the input must hold targets when the loss or metrics need them.
+        ``start`` and ``input_state`` resume an epoch; None when nothing is left.
         """
-        executions = adapter.executions(epoch)
+        executions = adapter.executions(epoch, start, input_state)
         first = next(executions, None)
+        if first is None and start > 0:
+            if self.built:
+                self._init_state()
+            return None
         if first is None:
             raise ValueError(
                 "The input yielded no batches. Check that the dataset is not empty (or "
@@ -597,6 +631,47 @@ class Model:
             class_weight=class_weight,
             resident=False,
         )
+
+    # -- checkpoints (the protocol phalanx.checkpoint calls) ------------------
+
+    def _checkpoint_expect(self) -> dict | None:
+        """The manifest (name -> shape, dtype) a restored checkpoint must match.
+
+        None while the state cannot exist yet (not built or not compiled): the
+        restored arrays then wait, and are checked when ``fit`` makes the state.
+        """
+        if self._state is None:
+            if not (self.built and self._config is not None):
+                return None
+            self._init_state()
+        return _checkpointing.state_items(self._state)[1]
+
+    def _checkpoint_items(self) -> tuple[dict, dict, dict]:
+        """``(arrays, manifest, data)``: the training state and position to save."""
+        if self._state is None and self._pending is None:
+            if not (self.built and self._config is not None):
+                from ..errors import CheckpointError
+
+                raise CheckpointError(
+                    f"Model {self.name!r} has no training state to save yet: compile it and "
+                    "build it (build(input_shape), fit, or call it on a batch) first."
+                )
+            self._init_state()
+        if self._state is None:  # restored, not yet placed: save what was restored
+            manifest, arrays = self._pending
+        else:
+            arrays, manifest = _checkpointing.state_items(self._state)
+        return arrays, manifest, {"position": self._position.to_json(), "name": self.name}
+
+    def _checkpoint_load(self, manifest: dict, arrays: dict, data: dict) -> None:
+        """Makes a checkpoint's arrays (host) and position this model's training state."""
+        position = _checkpointing.TrainPosition.from_json(data.get("position", {}))
+        if self._state is None:
+            self._pending = (manifest, arrays)  # checked and placed by _init_state
+        else:
+            state = _checkpointing.load_state(self._state, manifest, arrays)
+            self._state = self._strategy.replicate(state)
+        self._position = position
 
     # -- weights ------------------------------------------------------------
 

@@ -1,0 +1,141 @@
+"""``BackupAndRestore``: a ``fit`` that dies resumes where it stopped, bit-exactly."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ..errors import CheckpointError
+from . import _process
+from ._callback import Callback, Logs
+
+
+class BackupAndRestore(Callback):
+    """Backs up the whole training state during ``fit``; a new ``fit`` resumes from it.
+
+    Keras's callback, exact: the backup is a ``phalanx.checkpoint`` checkpoint
+    of the model's whole training state (weights, optimizer state, step, RNG
+    key, metric accumulators) and of ``fit``'s position (epoch, steps done in
+    it, and the input iterator's state). A ``fit`` started again with the same
+    callback (after a crash, a kill, a preemption) skips the completed epochs
+    and steps, mid-epoch included, and ends with the same weights, bit for
+    bit, as a run never interrupted (same replica count; on another replica
+    count, the same batches in the same order).
+
+    Inputs: arrays resume anywhere (their order follows from the seed and the
+    epoch); a phalanx ``Dataset`` (TFRecord pipelines included) resumes
+    anywhere through its iterator state; a Python generator resumes at epoch
+    boundaries only.
+
+    Args:
+      backup_dir: the folder of the backup (one checkpoint, replaced
+        atomically at each save: a process killed while writing leaves the
+        previous backup intact).
+      save_freq: ``"epoch"`` (at each epoch end) or a number of training
+        steps (when the step count reaches or passes a multiple of it; with
+        ``steps_per_execution`` the check runs once per execution).
+      delete_checkpoint: delete the backup when ``fit`` ends normally.
+      async_save: write the backup in background threads (``fit`` waits only
+        for the copy off the devices, and for the previous write).
+
+    Raises:
+      ValueError: ``backup_dir`` is empty or not a path, or ``save_freq`` is
+        neither ``"epoch"`` nor a positive int.
+
+    Example:
+      >>> import numpy as np, phalanx, tempfile
+      >>> from phalanx import layers
+      >>> model = phalanx.Sequential([layers.Input(shape=(3,)), layers.Dense(1)])
+      >>> model.compile(optimizer="adam", loss="mse")
+      >>> backup = phalanx.callbacks.BackupAndRestore(tempfile.mkdtemp(), save_freq=2)
+      >>> history = model.fit(np.ones((8, 3)), np.ones((8, 1)), batch_size=2, epochs=2,
+      ...                     callbacks=[backup], verbose=0)
+      >>> len(history.history["loss"])
+      2
+    """
+
+    def __init__(
+        self,
+        backup_dir: str | os.PathLike[str],
+        save_freq: str | int = "epoch",
+        delete_checkpoint: bool = True,
+        *,
+        async_save: bool = False,
+    ) -> None:
+        super().__init__()
+        if isinstance(backup_dir, bytes) or not isinstance(backup_dir, str | os.PathLike):
+            raise ValueError(
+                "BackupAndRestore: backup_dir must be a path (str or os.PathLike), got "
+                f"{backup_dir!r} ({type(backup_dir).__name__})."
+            )
+        if not os.fspath(backup_dir):
+            raise ValueError("BackupAndRestore: backup_dir is empty; give a folder for the backup.")
+        if save_freq != "epoch" and (
+            isinstance(save_freq, bool) or not isinstance(save_freq, int) or save_freq < 1
+        ):
+            raise ValueError(
+                "BackupAndRestore: save_freq must be 'epoch' or a positive number of steps; "
+                f"received save_freq={save_freq!r} ({type(save_freq).__name__})."
+            )
+        self.backup_dir = os.fspath(backup_dir)
+        self.save_freq = save_freq
+        self.delete_checkpoint = bool(delete_checkpoint)
+        self.async_save = bool(async_save)
+        self._manager: Any = None
+        self._last_step = 0
+
+    def _make_manager(self):
+        from ..checkpoint import Checkpoint, CheckpointManager
+
+        checkpoint = Checkpoint(model=self.model, async_save=self.async_save)
+        return CheckpointManager(
+            self.backup_dir, max_to_keep=1, checkpoint=checkpoint, async_save=self.async_save
+        )
+
+    def on_train_begin(self, logs: Logs | None = None) -> None:
+        """Restores the backup, if any, and tells ``fit`` where to resume."""
+        self._manager = self._make_manager()
+        restored = self._manager.restore_or_initialize()
+        if restored is not None:
+            position = self.model._position
+            self.model._resume = position  # fit starts at its epoch and step
+            _process.print_msg(
+                f"BackupAndRestore: resuming from {restored} (epoch {position.epoch + 1}, "
+                f"{position.step} steps done in it)."
+            )
+        self._last_step = self.model.optimizer.iterations if restored is not None else 0
+
+    def on_train_batch_end(self, batch: int, logs: Logs | None = None) -> None:
+        """Backs up when the step count reaches or passes a multiple of ``save_freq``."""
+        if self.save_freq == "epoch":
+            return
+        step = self.model.optimizer.iterations
+        if step // self.save_freq > self._last_step // self.save_freq:
+            self._save()
+        self._last_step = step
+
+    def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
+        """Backs up at the epoch end when ``save_freq="epoch"``."""
+        if self.save_freq == "epoch":
+            self._save()
+
+    def _save(self) -> None:
+        if self._manager is None:
+            raise CheckpointError(
+                "BackupAndRestore saved before on_train_begin: pass it to fit(callbacks=[...])."
+            )
+        self._manager.save()
+
+    def on_train_end(self, logs: Logs | None = None) -> None:
+        """Deletes the backup (``delete_checkpoint``) once training has ended normally."""
+        if self._manager is None:
+            return
+        self._manager.wait_until_finished()
+        if self.delete_checkpoint:
+            self._manager.delete_all()
+            if _process.is_chief() and Path(self.backup_dir).is_dir():
+                shutil.rmtree(self.backup_dir, ignore_errors=True)
+        self._manager.close()
+        self._manager = None

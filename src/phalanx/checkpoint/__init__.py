@@ -1,0 +1,21 @@
+"""Checkpoints that resume exactly: the whole training state in one atomic step.
+
+``Checkpoint(model=..., iterator=..., ...)`` saves and restores a model's
+whole training state (parameters, non-trainable state, optimizer state,
+step, RNG key, metric accumulators and ``fit``'s position with its input
+iterator state) and the state of any data iterator, with TensorFlow's names
+(``save``/``write``/``restore``/``read``). ``CheckpointManager`` keeps
+numbered checkpoints in a directory (``max_to_keep``,
+``keep_every_n_steps``, ``save_interval_steps``, ``latest_checkpoint``,
+``restore_or_initialize``). Both are built on orbax-checkpoint: each
+checkpoint is committed atomically (a process killed while writing leaves
+the previous one intact), asynchronously on request, and arrays restore onto
+any replica count. ``phalanx.callbacks.BackupAndRestore`` resumes ``fit``
+with them; see docs/checkpoints.md.
+"""
+
+from ._checkpoint import Checkpoint as Checkpoint
+from ._manager import CheckpointManager as CheckpointManager
+from ._manager import latest_checkpoint as latest_checkpoint
+
+__all__ = ["Checkpoint", "CheckpointManager", "latest_checkpoint"]

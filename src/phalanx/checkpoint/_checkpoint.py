@@ -1,0 +1,153 @@
+"""``Checkpoint``: TensorFlow's ``tf.train.Checkpoint`` names over orbax-checkpoint."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..errors import CheckpointError
+from . import _io, _objects
+
+log = logging.getLogger("phalanx")
+
+
+class Checkpoint:
+    """Saves and restores the whole state of the objects given, in one atomic step.
+
+    ``Checkpoint(model=model, iterator=it, ...)`` takes any number of named
+    objects: phalanx ``Model`` s (their whole training state: parameters,
+    non-trainable state, optimizer state, step, RNG key, metric accumulators,
+    and ``fit``'s position: epoch, steps done and input iterator state),
+    ``model.optimizer`` (saved with its model), and objects with
+    ``get_state()``/``set_state()`` (phalanx data iterators). A restore
+    resumes bit-exactly: the same next batches, dropout keys and updates as
+    the run that saved it; on another replica count, the same batches.
+
+    A model restored before it has weights (a fresh process, before ``fit``)
+    keeps the arrays and places them when ``fit`` builds it, after checking
+    their names, shapes and dtypes; a built and compiled model checks them at
+    once, before any data is read.
+
+    With several processes, every process calls ``save``/``restore`` with the
+    same path; orbax writes each array once and commits when all are done.
+
+    Args:
+      async_save: write in background threads: ``save`` returns once the
+        arrays are copied off the devices (the next step may then run), and
+        the next ``save`` (or ``wait_until_finished``) waits for the previous
+        write. Default False.
+      **objects: the objects to save, by name (the names a restore uses).
+
+    Raises:
+      CheckpointError: an object has no state phalanx can save, or
+        ``model.optimizer`` was given without its model.
+
+    Example:
+      >>> import numpy as np, phalanx, tempfile
+      >>> from phalanx import layers
+      >>> model = phalanx.Sequential([layers.Input(shape=(3,)), layers.Dense(1)])
+      >>> model.compile(optimizer="adam", loss="mse")
+      >>> _ = model.fit(np.ones((8, 3)), np.ones((8, 1)), batch_size=4, verbose=0)
+      >>> ckpt = phalanx.checkpoint.Checkpoint(model=model)
+      >>> path = ckpt.save(tempfile.mkdtemp() + "/ckpt")
+      >>> path.endswith("ckpt-1")
+      True
+      >>> _ = ckpt.restore(path)
+    """
+
+    def __init__(self, *, async_save: bool = False, **objects: Any):
+        if not isinstance(async_save, bool):
+            raise CheckpointError(f"async_save must be True or False, got {async_save!r}.")
+        if not objects:
+            raise CheckpointError(
+                "Checkpoint() needs at least one object to save, by name: "
+                "Checkpoint(model=model, iterator=iterator)."
+            )
+        self._objects = dict(objects)
+        self._kinds = _objects.check_objects(self._objects)
+        self._async = async_save
+        self._writer = None
+        self.save_counter = 0
+
+    def _checkpointer(self):
+        if self._writer is None:
+            self._writer = _io.checkpointer(self._async)
+        return self._writer
+
+    def _meta(self, entries: dict) -> dict:
+        return {"format": _objects.FORMAT, "save_counter": self.save_counter, "objects": entries}
+
+    def write(self, file_prefix: Any) -> str:
+        """Writes a checkpoint at exactly ``file_prefix`` (a directory); returns its path.
+
+        Unlike ``save``, the save counter does not move. An existing
+        checkpoint there is replaced (use ``save`` or a ``CheckpointManager``
+        to keep the previous one until the new one is committed).
+        """
+        path = _io.as_path(file_prefix, "Checkpoint.write")
+        arrays, entries = _objects.collect(self._objects, self._kinds)
+        args = _io.save_args(arrays, self._meta(entries))
+        self._checkpointer().save(path, args=args, force=True)
+        return path
+
+    def save(self, file_prefix: Any) -> str:
+        """Saves a new checkpoint at ``<file_prefix>-<n>`` (n = the save counter + 1).
+
+        Returns:
+          The path of the checkpoint, for ``restore``.
+        """
+        prefix = _io.as_path(file_prefix, "Checkpoint.save")
+        self.save_counter += 1
+        try:
+            return self.write(f"{prefix}-{self.save_counter}")
+        except BaseException:
+            self.save_counter -= 1
+            raise
+
+    def read(self, save_path: Any) -> Checkpoint:
+        """Restores the objects from ``save_path``, without the save counter.
+
+        Raises:
+          CheckpointNotFoundError: no committed checkpoint at ``save_path``.
+          CheckpointMismatchError: an object is missing from the checkpoint, or
+            a model's arrays differ (the message names each: name, shape, dtype).
+        """
+        self._read(save_path)
+        return self
+
+    def _read(self, save_path: Any) -> dict:
+        path = _io.as_path(save_path, "Checkpoint.restore")
+        self.wait_until_finished()
+        meta = _io.read_meta(path)
+        saved = meta.get("objects", {})
+        _objects.check_restorable(path, self._objects, self._kinds, saved)
+        arrays = _io.read_arrays(path, meta, list(self._objects))
+        _objects.apply(self._objects, self._kinds, saved, arrays)
+        return meta
+
+    def restore(self, save_path: Any) -> Checkpoint:
+        """Restores the objects and the save counter from ``save_path``.
+
+        Raises:
+          CheckpointNotFoundError: no committed checkpoint at ``save_path``.
+          CheckpointMismatchError: an object is missing from the checkpoint, or
+            a model's arrays differ (the message names each: name, shape, dtype).
+        """
+        meta = self._read(save_path)
+        self.save_counter = int(meta.get("save_counter", 0))
+        return self
+
+    def wait_until_finished(self) -> None:
+        """Waits for an asynchronous save to be committed (at once when none runs)."""
+        if self._writer is not None and hasattr(self._writer, "wait_until_finished"):
+            self._writer.wait_until_finished()
+
+    def close(self) -> None:
+        """Finishes pending writes and stops the writer's threads."""
+        if self._writer is not None:
+            self.wait_until_finished()
+            self._writer.close()
+            self._writer = None
+
+    def __repr__(self) -> str:
+        return f"Checkpoint({', '.join(f'{k}={v}' for k, v in self._kinds.items())})"

@@ -1,0 +1,228 @@
+"""``CheckpointManager``: numbered checkpoints in one directory, old ones deleted.
+
+TensorFlow's ``tf.train.CheckpointManager`` names over orbax's
+``CheckpointManager``, which writes each checkpoint into a temporary
+directory and renames it when complete (the commit: a process killed while
+writing leaves the previous checkpoints intact, and ``latest_checkpoint``
+never names a half-written one), deletes old ones after the new one is
+committed, and writes asynchronously when asked.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..errors import CheckpointError
+from . import _io, _objects
+from ._checkpoint import Checkpoint
+
+log = logging.getLogger("phalanx")
+
+
+def _positive_or_none(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise CheckpointError(
+            f"CheckpointManager: {name} must be a positive int or None, got {value!r} "
+            f"({type(value).__name__})."
+        )
+    return value
+
+
+class CheckpointManager:
+    """Keeps the last ``max_to_keep`` checkpoints of a ``Checkpoint`` in ``directory``.
+
+    Checkpoints are ``<directory>/<checkpoint_name>_<n>``. ``save()`` numbers
+    them with the checkpoint's save counter (or ``checkpoint_number``). The
+    TensorFlow argument order ``CheckpointManager(checkpoint, directory,
+    max_to_keep)`` is accepted too.
+
+    Args:
+      directory: the folder of the checkpoints (created if missing).
+      max_to_keep: how many recent checkpoints to keep (None: all).
+      checkpoint: the ``Checkpoint`` to save and restore.
+      keep_every_n_steps: also keep, forever, each checkpoint whose number is
+        a multiple of this (TensorFlow's ``keep_checkpoint_every_n_hours``,
+        counted in checkpoint numbers).
+      save_interval_steps: ``save(checkpoint_number=n)`` skips unless ``n`` is at
+        least this far past the last saved number (TensorFlow's
+        ``checkpoint_interval``); ``check_interval=False`` saves anyway.
+      async_save: write in background threads (``save`` returns once the arrays
+        are off the devices; the next save waits for the previous one).
+      checkpoint_name: the prefix of the checkpoint directories.
+      init_fn: called by ``restore_or_initialize`` when there is no checkpoint.
+
+    Raises:
+      CheckpointError: an argument has the wrong type or value.
+
+    Example:
+      >>> import numpy as np, phalanx, tempfile
+      >>> from phalanx import layers
+      >>> model = phalanx.Sequential([layers.Input(shape=(3,)), layers.Dense(1)])
+      >>> model.compile(optimizer="sgd", loss="mse")
+      >>> _ = model.fit(np.ones((8, 3)), np.ones((8, 1)), batch_size=4, verbose=0)
+      >>> ckpt = phalanx.checkpoint.Checkpoint(model=model)
+      >>> manager = phalanx.checkpoint.CheckpointManager(tempfile.mkdtemp(), 2, checkpoint=ckpt)
+      >>> for _ in range(3):
+      ...     _ = manager.save()
+      >>> [p.rsplit("_", 1)[1] for p in manager.checkpoints]
+      ['2', '3']
+      >>> manager.restore_or_initialize() == manager.latest_checkpoint
+      True
+    """
+
+    def __init__(
+        self,
+        directory: Any,
+        max_to_keep: int | None = 5,
+        *,
+        checkpoint: Checkpoint | None = None,
+        keep_every_n_steps: int | None = None,
+        save_interval_steps: int | None = None,
+        async_save: bool = False,
+        checkpoint_name: str = "ckpt",
+        init_fn: Callable[[], Any] | None = None,
+    ):
+        if isinstance(directory, Checkpoint):  # TensorFlow's order: (checkpoint, directory, n)
+            directory, max_to_keep, checkpoint = max_to_keep, 5, directory
+        if not isinstance(checkpoint, Checkpoint):
+            raise CheckpointError(
+                "CheckpointManager needs checkpoint=Checkpoint(...) (what to save), got "
+                f"{type(checkpoint).__name__}: CheckpointManager(directory, max_to_keep=3, "
+                "checkpoint=phalanx.checkpoint.Checkpoint(model=model))."
+            )
+        self.directory = _io.as_path(directory, "CheckpointManager")
+        self._max_to_keep = _positive_or_none(max_to_keep, "max_to_keep")
+        keep = _positive_or_none(keep_every_n_steps, "keep_every_n_steps")
+        self._interval = _positive_or_none(save_interval_steps, "save_interval_steps")
+        if not isinstance(checkpoint_name, str) or not checkpoint_name.isidentifier():
+            raise CheckpointError(
+                f"checkpoint_name must be a simple name such as 'ckpt', got {checkpoint_name!r}."
+            )
+        self.checkpoint = checkpoint
+        self._name = checkpoint_name
+        self._init_fn = init_fn
+        o = _io.ocp()
+        options = o.CheckpointManagerOptions(
+            max_to_keep=self._max_to_keep,
+            keep_period=keep,
+            step_prefix=checkpoint_name,
+            create=True,
+            enable_async_checkpointing=bool(async_save),
+        )
+        self._manager = o.CheckpointManager(self.directory, options=options)
+        self._last_saved = self._manager.latest_step()
+
+    # -- reading ------------------------------------------------------------------
+
+    def _path(self, number: int) -> str:
+        return str(Path(self.directory) / f"{self._name}_{number}")
+
+    @property
+    def checkpoints(self) -> list[str]:
+        """The paths of the kept checkpoints, oldest first."""
+        return [self._path(n) for n in sorted(self._manager.all_steps())]
+
+    @property
+    def latest_checkpoint(self) -> str | None:
+        """The path of the newest committed checkpoint, or None."""
+        step = self._manager.latest_step()
+        return None if step is None else self._path(step)
+
+    # -- writing ------------------------------------------------------------------
+
+    def save(self, checkpoint_number: int | None = None, check_interval: bool = True):
+        """Saves a new checkpoint; returns its path, or None when the interval skipped it.
+
+        Args:
+          checkpoint_number: the number in the directory name (default: the
+            checkpoint's save counter + 1); it must grow from save to save.
+          check_interval: honour ``save_interval_steps``.
+
+        Raises:
+          CheckpointError: the number is not a non-negative int, or not above
+            the newest checkpoint's.
+        """
+        ckpt = self.checkpoint
+        number = ckpt.save_counter + 1 if checkpoint_number is None else checkpoint_number
+        if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+            raise CheckpointError(
+                f"checkpoint_number must be a non-negative int, got {checkpoint_number!r}."
+            )
+        latest = self._manager.latest_step()
+        if latest is not None and number <= latest:
+            raise CheckpointError(
+                f"CheckpointManager.save: checkpoint_number {number} is not above the newest "
+                f"checkpoint's ({latest}) in {self.directory!r}. Number checkpoints by a "
+                "growing count (the training step), or leave it out."
+            )
+        if (
+            check_interval
+            and self._interval is not None
+            and self._last_saved is not None
+            and number - self._last_saved < self._interval
+        ):
+            return None
+        ckpt.save_counter = number
+        arrays, entries = _objects.collect(ckpt._objects, ckpt._kinds)
+        args = _io.save_args(arrays, ckpt._meta(entries))
+        self._manager.save(number, args=args, force=True)
+        self._last_saved = number
+        return self._path(number)
+
+    def restore_or_initialize(self) -> str | None:
+        """Restores the newest checkpoint and returns its path; else calls ``init_fn``.
+
+        Returns:
+          The path restored, or None when there was none (``init_fn`` ran, if given).
+        """
+        path = self.latest_checkpoint
+        if path is None:
+            if self._init_fn is not None:
+                self._init_fn()
+            return None
+        self.wait_until_finished()
+        self.checkpoint.restore(path)
+        return path
+
+    def wait_until_finished(self) -> None:
+        """Waits until an asynchronous save is committed."""
+        self._manager.wait_until_finished()
+
+    def close(self) -> None:
+        """Finishes pending saves and stops the manager's threads."""
+        self._manager.close()
+
+    def delete_all(self) -> None:
+        """Deletes every checkpoint of this manager (``BackupAndRestore`` after training)."""
+        self.wait_until_finished()
+        for step in list(self._manager.all_steps()):
+            self._manager.delete(step)
+        self._last_saved = None
+
+    def __repr__(self) -> str:
+        return f"CheckpointManager({self.directory!r}, {len(self.checkpoints)} checkpoint(s))"
+
+
+def latest_checkpoint(directory: Any, checkpoint_name: str = "ckpt") -> str | None:
+    """The newest committed checkpoint of a ``CheckpointManager`` directory, or None.
+
+    Example:
+      >>> import tempfile
+      >>> latest_checkpoint(tempfile.mkdtemp()) is None
+      True
+    """
+    root = Path(_io.as_path(directory, "latest_checkpoint"))
+    if not root.is_dir():
+        return None
+    numbers = []
+    for entry in os.listdir(root):
+        prefix, _, number = entry.rpartition("_")
+        if prefix == checkpoint_name and number.isdigit() and _io.is_checkpoint(root / entry):
+            numbers.append(int(number))
+    return str(root / f"{checkpoint_name}_{max(numbers)}") if numbers else None
