@@ -50,7 +50,7 @@ from ..data import Dataset
 from ..data._iterator import DatasetIterator
 from ..data._prefetch import background
 from ..data._structure import TensorSpec
-from ..errors import BatchNotDivisibleError
+from ..errors import BatchNotDivisibleError, DistributedValueError
 
 if TYPE_CHECKING:
     from ._strategy import Strategy
@@ -259,14 +259,14 @@ class _DeviceBatches:
 
     def _host_batch(self, element: Any) -> Any:
         host = jax.tree.map(np.asarray, element)
-        sizes = {a.shape[0] if a.ndim else -1 for a in jax.tree.leaves(host)}
-        if len(sizes) != 1 or -1 in sizes:
-            raise ValueError(
-                "A distributed dataset's elements must be batches: every array with the same "
-                f"leading (batch) dimension; got leading dimensions {sorted(sizes)}. Batch "
-                "the dataset with .batch(global_batch_size)."
+        leaves = jax.tree.leaves(host)
+        if not leaves or any(a.ndim == 0 for a in leaves):
+            raise DistributedValueError(
+                "A distributed dataset's elements must be batches (arrays with a leading batch "
+                f"axis); got an element with a scalar: {_shapes(host)}. Batch the dataset "
+                "with .batch(global_batch_size)."
             )
-        size = sizes.pop()
+        size = batch_rows(host, what="A distributed dataset's batch")
         if self._batch is None:
             self._batch = size
         policy = self._options.partial_batch
@@ -425,7 +425,7 @@ def _join(it: Any, k: int) -> Any:
         raise StopIteration
     for part in parts:
         if any(np.ndim(a) == 0 for a in jax.tree.leaves(part)):
-            raise ValueError(
+            raise DistributedValueError(
                 "distribute_datasets_from_function: dataset_fn must return a dataset of "
                 "per-replica batches (arrays with a leading batch axis); got an element with "
                 "a scalar. Batch it with .batch(ctx.get_per_replica_batch_size(global_batch))."
@@ -433,6 +433,36 @@ def _join(it: Any, k: int) -> Any:
     if len(parts) == 1:
         return parts[0]
     return jax.tree.map(lambda *a: np.concatenate(a), *parts)
+
+
+def batch_rows(batch: Any, *, what: str) -> int | None:
+    """The rows (leading dimension) that every array of ``batch`` shares; None without arrays.
+
+    Scalars are skipped (callers say what they do with them).
+
+    Raises:
+      DistributedValueError: two arrays have different numbers of rows (named by path).
+    """
+    rows = {}
+    for path, leaf in jax.tree_util.tree_flatten_with_path(batch)[0]:
+        shape = np.shape(leaf)
+        if shape:
+            rows.setdefault(shape[0], (jax.tree_util.keystr(path) or "the batch", shape))
+    if len(rows) > 1:
+        seen = ", ".join(f"{p} of shape {s} ({n} rows)" for n, (p, s) in rows.items())
+        raise DistributedValueError(
+            f"{what} is split on the leading (batch) axis of every array, so all need the "
+            f"same number of rows; got {seen}. Pass the arrays of one batch (x and y of the "
+            "same examples), or batch each component alike."
+        )
+    return next(iter(rows), None)
+
+
+def _shapes(tree: Any) -> str:
+    return ", ".join(
+        f"{jax.tree_util.keystr(p) or 'the element'}: shape {np.shape(x)}"
+        for p, x in jax.tree_util.tree_flatten_with_path(tree)[0]
+    )
 
 
 def _get_state(it: Any) -> Any:

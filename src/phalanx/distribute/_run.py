@@ -103,9 +103,10 @@ def _classify(strategy: Strategy, leaf: Any, wrapper: type | None) -> _Leaf:
     if wrapper is None and isinstance(leaf, _STATIC_TYPES):
         return _Leaf(STATIC, (type(leaf), leaf))
     if not hasattr(leaf, "shape") or not hasattr(leaf, "dtype"):
-        raise TypeError(
+        raise RunCompilationError(
             "strategy.run arguments must be arrays (jax or numpy), pytrees of them, "
-            f"PerReplica/Mirrored values, or Python scalars; got {type(leaf).__name__}."
+            f"PerReplica/Mirrored values, or Python scalars; got {type(leaf).__name__}: "
+            f"{leaf!r:.80}."
         )
     signature = (tuple(leaf.shape), np.dtype(leaf.dtype))
     if wrapper is PerReplica:
@@ -115,6 +116,27 @@ def _classify(strategy: Strategy, leaf: Any, wrapper: type | None) -> _Leaf:
     if axis is not None:
         return _Leaf(BATCH, signature, axis)
     return _Leaf(REPLICATED, signature)
+
+
+def _output_array(fn: Callable, path: tuple, value: Any) -> jax.Array:
+    """``fn``'s output leaf as an array, or ``RunCompilationError`` naming what it is instead."""
+    dtype = getattr(value, "dtype", None)
+    if isinstance(value, jax.Array | bool | int | float | complex) or (
+        dtype is not None and np.dtype(dtype).kind in "biufc"
+    ):
+        return jnp.asarray(value)
+    where = f"its output{jax.tree_util.keystr(path)}" if path else "its output"
+    what = f"an array of dtype {dtype}" if dtype is not None else type(value).__name__
+    raise RunCompilationError(
+        f"strategy.run({_name(fn)}): fn must return arrays, Python numbers or None (or "
+        f"tuples, lists and dicts of them); {where} is {what}: {value!r:.80}. Return the "
+        "numbers it is made from, and build strings and other objects from run's result "
+        "outside fn."
+    )
+
+
+def _name(fn: Callable) -> str:
+    return getattr(fn, "__qualname__", None) or repr(fn)
 
 
 def _flatten_args(strategy: Strategy, args: tuple, kwargs: dict):
@@ -185,8 +207,8 @@ class _Program:
         ctx = ReplicaContext(self.strategy, self.strategy._axis_name)
         with enter_replica_context(ctx):
             out = self.fn(*args, **kwargs)
-        out_leaves, self.out_tree = jax.tree.flatten(out)
-        return [jnp.asarray(v) for v in out_leaves]
+        paths, self.out_tree = jax.tree_util.tree_flatten_with_path(out)
+        return [_output_array(self.fn, path, v) for path, v in paths]
 
     def _trace_varying(self, in_specs) -> list[bool]:
         recorded: list[bool] = []
@@ -270,7 +292,7 @@ class RunCache:
         try:
             return _Program(self._strategy, fn, top_tree, groups, kinds)
         except _TRACE_ERRORS as e:
-            name = getattr(fn, "__qualname__", repr(fn))
+            name = _name(fn)
             raise RunCompilationError(
                 f"strategy.run compiles `{name}` with jax.jit and runs it once per replica "
                 f"under jax.shard_map, and tracing it failed: {type(e).__name__}: "

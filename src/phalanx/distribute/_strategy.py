@@ -194,10 +194,11 @@ class Strategy:
             return put(x, self._batch_sharding)  # the same global batch on every process
 
         leaves = jax.tree.leaves(batch)
-        if leaves and np.ndim(leaves[0]):
-            self._check_batch(int(np.shape(leaves[0])[0]))
+        rows = _input.batch_rows(batch, what="shard_batch's batch")
+        if rows is not None:
+            self._check_batch(rows)
         if any(is_traced(x) for x in leaves):
-            return PerReplica(jax.tree.map(shard, batch))
+            return PerReplica._of(jax.tree.map(shard, batch))
         return jax.tree.map(shard, batch)
 
     def _check_batch(self, global_batch: int) -> None:

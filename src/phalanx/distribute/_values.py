@@ -22,13 +22,22 @@ from typing import Any
 
 import jax
 
+from ..errors import DistributedValueError
+
 
 @jax.tree_util.register_pytree_node_class
 class PerReplica:
     """One value per replica, stacked on a leading replica axis.
 
+    Unlike ``tf.distribute``'s ``PerReplica((v0, v1, ...))``, it holds one value
+    whose leaves are stacked: a Python ``list`` of per-replica values is
+    refused, with how to stack it.
+
     Attributes:
       values: a pytree whose leaves have shape ``[num_replicas, ...]``.
+
+    Raises:
+      DistributedValueError: ``values`` is a list (one value per replica).
 
     Example:
       >>> import numpy as np
@@ -40,7 +49,16 @@ class PerReplica:
     __slots__ = ("values",)
 
     def __init__(self, values: Any):
+        if isinstance(values, list):
+            raise DistributedValueError(_LIST_MESSAGE.format(n=len(values)))
         self.values = values
+
+    @classmethod
+    def _of(cls, values: Any) -> PerReplica:
+        """Wraps ``values`` as they are (a list too): for pytrees phalanx builds itself."""
+        out = object.__new__(cls)
+        out.values = values
+        return out
 
     @property
     def num_replicas(self) -> int:
@@ -54,10 +72,20 @@ class PerReplica:
     @classmethod
     def tree_unflatten(cls, aux, children):
         del aux
-        return cls(children[0])
+        return cls._of(children[0])
 
     def __repr__(self) -> str:
         return f"PerReplica({self.values!r})"
+
+
+_LIST_MESSAGE = (
+    "PerReplica takes one value whose leaves are stacked on a leading replica axis (leaf[i] "
+    "belongs to replica i), not a list of per-replica values as tf.distribute's PerReplica; "
+    "got a list of {n} item(s). Stack them: PerReplica(np.stack(values)) (for pytrees, "
+    "jax.tree.map(lambda *v: np.stack(v), *values)), or build it with "
+    "strategy.experimental_distribute_values_from_function(lambda ctx: "
+    "values[ctx.replica_id_in_sync_group])."
+)
 
 
 @jax.tree_util.register_pytree_node_class
@@ -91,7 +119,7 @@ class Mirrored:
 
 
 def check_replica_axis(leaf: Any, num_replicas: int) -> None:
-    """Raises ``ValueError`` unless ``leaf`` (of a ``PerReplica``) has one row per replica.
+    """Raises ``DistributedValueError`` unless ``leaf`` (of a ``PerReplica``) has one row per replica.
 
     ``strategy.run``, ``reduce``, ``gather`` and ``experimental_local_results``
     all check it: a ``PerReplica`` of another length would be summed short or
@@ -100,7 +128,7 @@ def check_replica_axis(leaf: Any, num_replicas: int) -> None:
     shape = tuple(getattr(leaf, "shape", ()))
     if not shape or shape[0] != num_replicas:
         got = "a scalar" if not shape else f"shape {shape}"
-        raise ValueError(
+        raise DistributedValueError(
             f"A PerReplica value for {num_replicas} replicas needs a leading replica axis of "
             f"length {num_replicas}; got {got}. Build it with "
             "strategy.experimental_distribute_values_from_function, or stack one row per "

@@ -1,0 +1,140 @@
+"""Bad inputs to ``phalanx.distribute``: each raises a phalanx error naming what is wrong."""
+
+import jax
+import numpy as np
+import pytest
+from catalog import Case, run
+
+import phalanx
+from phalanx.errors import BatchNotDivisibleError, DistributedValueError, RunCompilationError
+
+
+@pytest.fixture(scope="module")
+def two():
+    return phalanx.MirroredStrategy(devices=jax.devices()[:2])
+
+
+def _shard(rows_x, rows_y):
+    return lambda s: s.shard_batch((np.zeros((rows_x, 2)), np.zeros(rows_y)))
+
+
+def _run(fn, *args):
+    return lambda s: s.run(fn, args=args)
+
+
+class Text:  # an object that is not an array
+    pass
+
+
+CASES = [
+    # shard_batch
+    Case(
+        "shard_batch rows differ",
+        _shard(4, 6),
+        DistributedValueError,
+        r"shard_batch's batch .*same number of rows; got \[0\] of shape \(4, 2\) \(4 rows\), "
+        r"\[1\] of shape \(6,\) \(6 rows\)",
+    ),
+    Case(
+        "shard_batch dict rows differ",
+        lambda s: s.shard_batch({"x": np.zeros((4, 3)), "y": np.zeros(2)}),
+        DistributedValueError,
+        r"\['x'\] of shape \(4, 3\) \(4 rows\), \['y'\] of shape \(2,\) \(2 rows\)",
+    ),
+    Case(
+        "shard_batch rows differ inside jit",
+        lambda s: jax.jit(lambda x, y: s.shard_batch((x, y)))(np.zeros(4), np.zeros(2)),
+        DistributedValueError,
+        r"\[0\] of shape \(4,\) \(4 rows\), \[1\] of shape \(2,\) \(2 rows\)",
+    ),
+    Case(
+        "shard_batch scalar",
+        lambda s: s.shard_batch(np.float32(1.0)),
+        BatchNotDivisibleError,
+        r"got a scalar",
+    ),
+    Case(
+        "shard_batch odd rows",
+        lambda s: s.shard_batch(np.zeros(3)),
+        BatchNotDivisibleError,
+        r"global batch of 3 does not split evenly over the 2 replicas",
+    ),
+    # run: what fn returns, what it is given
+    Case(
+        "run returns a str",
+        _run(lambda: "done"),
+        RunCompilationError,
+        r"fn must return arrays, Python numbers or None .*its output is str: 'done'",
+    ),
+    Case(
+        "run returns an object",
+        _run(lambda: Text()),
+        RunCompilationError,
+        r"its output is Text: <.*Text object",
+    ),
+    Case(
+        "run returns a str inside a tuple",
+        lambda s: s.run(lambda x: (x * 2, "label"), args=(s.shard_batch(np.zeros(4)),)),
+        RunCompilationError,
+        r"its output\[1\] is str: 'label'",
+    ),
+    Case(
+        "run returns a str array",
+        _run(lambda: {"names": np.array(["a", "b"])}),
+        RunCompilationError,
+        r"its output\['names'\] is an array of dtype <U1",
+    ),
+    Case(
+        "run given an object",
+        _run(lambda t: 1.0, Text()),
+        RunCompilationError,
+        r"strategy.run arguments must be arrays .*got Text",
+    ),
+    # PerReplica and what uses it
+    Case(
+        "PerReplica of a list",
+        lambda s: phalanx.PerReplica([np.zeros(2), np.ones(2)]),
+        DistributedValueError,
+        r"not a list of per-replica values .*got a list of 2 item\(s\).*np.stack",
+    ),
+    Case(
+        "reduce of a PerReplica for other replicas",
+        lambda s: s.reduce("SUM", phalanx.PerReplica(np.ones((3, 2))), axis=None),
+        DistributedValueError,
+        r"2 replicas needs a leading replica axis of length 2; got shape \(3, 2\)",
+    ),
+    Case(
+        "run of a PerReplica scalar",
+        _run(lambda v: v, phalanx.PerReplica(np.float32(1.0))),
+        DistributedValueError,
+        r"leading replica axis of length 2; got a scalar",
+    ),
+    Case(
+        "distributed dataset rows differ",
+        lambda s: next(iter(s.experimental_distribute_dataset([(np.zeros((4, 2)), np.zeros(2))]))),
+        DistributedValueError,
+        r"distributed dataset's batch .*\[0\] of shape \(4, 2\) \(4 rows\), \[1\] of shape "
+        r"\(2,\) \(2 rows\)",
+    ),
+    Case(
+        "distributed dataset of scalars",
+        lambda s: next(iter(s.experimental_distribute_dataset([np.float32(1.0)]))),
+        DistributedValueError,
+        r"must be batches .*got an element with a scalar: the element: shape \(\)",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", [c.param() for c in CASES])
+def test_bad_distribute_input(case, two):
+    run(case, two)
+
+
+def test_a_stacked_per_replica_and_a_tuple_still_work(two):
+    """What PerReplica takes: leaves stacked on the replica axis, in any pytree but a list."""
+    v = phalanx.PerReplica((np.arange(2.0), {"w": np.ones((2, 3))}))
+    total = two.reduce("SUM", v, axis=None)
+    assert float(total[0]) == 1.0 and total[1]["w"].shape == (3,)
+    # shard_batch of a list inside jit still gives a PerReplica (built by phalanx itself)
+    out = jax.jit(lambda x: two.shard_batch([x, x]))(np.zeros(4))
+    assert isinstance(out, phalanx.PerReplica) and len(out.values) == 2
