@@ -74,6 +74,16 @@ CASES = [
         r"--devices-per-process must be >= 1, got 0",
     ),
     (["launch", "-n", "1"], 2, r"nothing to run"),
+    # phalanx demo: refused before any data is loaded or device is touched
+    (["demo", "--epochs", "0"], 2, r"^phalanx demo: --epochs must be >= 1, got 0\.$"),
+    (["demo", "--batch-size", "-8"], 2, r"^phalanx demo: --batch-size must be >= 1, got -8\.$"),
+    (
+        ["demo", "--steps-per-execution", "0"],
+        2,
+        r"^phalanx demo: --steps-per-execution must be >= 1, got 0\.$",
+    ),
+    (["demo", "--devices", "0"], 2, r"^phalanx demo: --devices must be >= 1, got 0\.$"),
+    (["demo", "--verbose", "7"], 2, r"^phalanx demo: --verbose must be 0, 1 or 2, got 7\.$"),
 ]
 
 
@@ -89,7 +99,7 @@ def test_bad_command_line(argv, code, match, capsys, monkeypatch):
     assert phalanx.cli.main(argv) == code
     out = capsys.readouterr()
     text = out.out + out.err
-    assert re.search(match, text), text
+    assert re.search(match, text, re.MULTILINE), text
     assert "Traceback" not in text
 
 

@@ -120,11 +120,32 @@ class _EpochTimer:
         self.callback = _Timer()
 
 
+def _check_options(args: argparse.Namespace) -> str | None:
+    """The first option out of range, as a one-line message; None when all are usable."""
+    for flag, value in (
+        ("--epochs", args.epochs),
+        ("--batch-size", args.batch_size),
+        ("--steps-per-execution", args.steps_per_execution),
+        ("--devices", args.demo_devices),
+    ):
+        if value is not None and value < 1:
+            return f"{flag} must be >= 1, got {value}."
+    if args.verbose not in (0, 1, 2):
+        return f"--verbose must be 0, 1 or 2, got {args.verbose}."
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
-    """Trains, evaluates and reports; returns the exit status."""
+    """Trains, evaluates and reports; returns the exit status (2 for a bad option)."""
+    import sys
+
     import phalanx
     from phalanx import layers
 
+    problem = _check_options(args)
+    if problem:
+        print(f"phalanx demo: {problem}", file=sys.stderr)
+        return 2
     if args.demo_devices is not None:
         phalanx.cluster.set_cpu_device_count(args.demo_devices)
     started = time.perf_counter()
