@@ -1,10 +1,13 @@
-"""``phalanx records``: look inside TFRecord files and check their CRCs."""
+"""``phalanx records``: look inside TFRecord files and check their CRCs.
+
+Files may be local paths or URLs (``gs://bucket/train-00000.tfrecord``,
+``s3://...``, ``memory://``): they are read through ``phalanx.io``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import time
 from typing import Any
 
@@ -14,7 +17,8 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 
 from ..data._example import Example
 from ..data._tfrecord_io import TFRecordReader, guess_compression
-from ..errors import DataLossError, ExampleParseError
+from ..errors import DataLossError, ExampleParseError, FileSystemNotInstalledError
+from ..io import _fs
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -84,13 +88,17 @@ def run_inspect(args: argparse.Namespace) -> int:
     if args.limit < 0:
         print(f"phalanx records inspect: --limit must be >= 0 (records to show), got {args.limit}.")
         return 2
-    if os.path.isdir(path):
+    unavailable = _unavailable(path)
+    if unavailable:
+        print(f"phalanx records: {unavailable}")
+        return 2
+    if _fs.isdir(path):
         print(
             f"phalanx records: {path} is a directory, not a TFRecord file; give its files "
             f"(phalanx records verify {path.rstrip('/')}/*)."
         )
         return 2
-    if not os.path.isfile(path):
+    if not _fs.isfile(path):
         print(f"phalanx records: no such file: {path}")
         return 2
     compression = _compression_for(path, args.compression)
@@ -105,7 +113,7 @@ def run_inspect(args: argparse.Namespace) -> int:
             shown.append(f"record {count}:")
             shown.extend(_describe_record(data))
         count += 1
-    print(f"file:        {path} ({os.path.getsize(path):,} bytes)")
+    print(f"file:        {path} ({_fs.size(path):,} bytes)")
     print(f"compression: {compression or 'NONE'}")
     print(
         f"records:     {count}" + (f" (+{reader.corrupt_count} damaged)" if reader.damaged else "")
@@ -128,7 +136,9 @@ def run_verify(args: argparse.Namespace) -> int:
     files' bytes on stderr while it reads.
     """
     started = time.perf_counter()
-    sizes = {path: os.path.getsize(path) for path in args.files if os.path.isfile(path)}
+    sizes = {
+        path: _fs.size(path) for path in args.files if not _unavailable(path) and _fs.isfile(path)
+    }
     tally = {"OK": 0, "DAMAGED": 0, "MISSING": 0, "records": 0}
     with _progress(len(args.files), sum(sizes.values())) as advance:
         for path in args.files:
@@ -147,10 +157,14 @@ def run_verify(args: argparse.Namespace) -> int:
 
 def _verify_one(path: str, compression_arg: str | None) -> tuple[str, int]:
     """Prints the file's line; returns its verdict and its count of good records."""
-    if os.path.isdir(path):
+    unavailable = _unavailable(path)
+    if unavailable:
+        print(f"MISSING  {path}: {unavailable}")
+        return "MISSING", 0
+    if _fs.isdir(path):
         print(f"MISSING  {path}: a directory, not a TFRecord file; give its files ({path}/*)")
         return "MISSING", 0
-    if not os.path.isfile(path):
+    if not _fs.isfile(path):
         print(f"MISSING  {path}: no such file")
         return "MISSING", 0
     compression = _compression_for(path, compression_arg)
@@ -172,6 +186,15 @@ def _verify_one(path: str, compression_arg: str | None) -> tuple[str, int]:
         return "DAMAGED", count
     print(f"OK       {path}: {count} records ({label})")
     return "OK", count
+
+
+def _unavailable(path: str) -> str:
+    """Why ``path``'s file system cannot be used here (its package missing ...), or ``""``."""
+    try:
+        _fs.locate(path)
+    except (FileSystemNotInstalledError, ValueError) as e:
+        return str(e)
+    return ""
 
 
 def _bytes(n: int) -> str:

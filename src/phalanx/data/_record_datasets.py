@@ -9,9 +9,13 @@ that ``parse_example`` takes directly. Records are not stored as numpy ``S``
 arrays, which would drop trailing zero bytes (a serialized Example often ends
 with one).
 
-The iterator's state is ``{"file", "record", "offset"}``: the file's index, the
-next record's index in it and its byte offset in the (decompressed) file, so a
-restored iterator seeks straight to the record instead of re-reading the file.
+The iterator's state is ``{"file", "record", "offset", "path"}``: the file's
+index, the next record's index in it, its byte offset in the (decompressed)
+file, and the file's name (a URL for remote files), so a restored iterator
+seeks straight to the record instead of re-reading the file (on an object
+store: one ranged read from the offset), and refuses a state whose file is not
+at that index any more (a bucket that gained files since the checkpoint
+reorders a ``list_files`` glob).
 
 With ``num_parallel_reads`` or a ``Dataset`` of file names, the constructor
 returns ``names.interleave(one-file dataset, cycle_length=num_parallel_reads,
@@ -26,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DatasetArgumentError
+from ..errors import DatasetArgumentError, IteratorStateError
 from ._dataset import Dataset
 from ._iterator import DatasetIterator
 from ._line_and_fixed_io import FixedLengthRecordReader, TextLineReader
@@ -142,12 +146,24 @@ class _RecordFileIterator(DatasetIterator):
         self._close_file()
 
     def get_state(self) -> dict[str, Any]:
-        return {"file": self.file, "record": self.record, "offset": self.offset}
+        names = self.ds._filenames
+        path = names[self.file] if self.file < len(names) else None
+        return {"file": self.file, "record": self.record, "offset": self.offset, "path": path}
 
     def set_state(self, state: dict[str, Any]) -> None:
         self._close_file()
         self.file, self.record = int(state["file"]), int(state["record"])
         self.offset = None if state.get("offset") is None else int(state["offset"])
+        names = self.ds._filenames
+        path = state.get("path")
+        here = names[self.file] if 0 <= self.file < len(names) else None
+        if path is not None and path != here:
+            raise IteratorStateError(
+                f"The iterator state was saved reading {path!r} as file {self.file} of this "
+                f"source, but file {self.file} is now {here!r}: the files changed since the "
+                "checkpoint (new files in the bucket or folder reorder a list_files glob). "
+                "Restore with the same files, or start the input from the beginning."
+            )
 
 
 class TFRecordDataset(_RecordFileDataset):
