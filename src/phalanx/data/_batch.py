@@ -60,12 +60,7 @@ class _BatchIterator(DatasetIterator):
         self.n = 0  # batches emitted, for error messages
 
     def __next__(self):
-        pieces = fp.pull(self.child, self.b)
-        got = fp.count(pieces)
-        if got == 0 or (self.drop and got < self.b):
-            raise StopIteration
-        first = self.n * self.b
-        self.n += 1
+        pieces, first = fp.next_batch(self)
         if self.split is not None:
             w, i = self.split
             local = self.b // w

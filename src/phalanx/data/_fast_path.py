@@ -9,6 +9,12 @@ yields elements one by one); consecutive index pieces over the same data are
 joined before the gather, element pieces are stacked, and the parts are
 concatenated. Iterator states are the same on both paths, so a checkpoint
 taken on one restores on the other.
+
+``fit`` reads such batches as indices too (``index_batches``/``next_batch``):
+with the arrays placed on the devices once, an execution carries only the
+batch indices and the compiled program gathers the rows there. The batches
+are the very ones the dataset yields (the same node iterators advance the
+same way); only the gather moves to the device.
 """
 
 from __future__ import annotations
@@ -18,7 +24,57 @@ from typing import Any
 import numpy as np
 
 from . import _structure as st
-from ._iterator import DatasetIterator, stack_elements
+from ._iterator import ArraysAccess, DatasetIterator, stack_elements
+
+
+def next_batch(it: Any) -> tuple[list[tuple[Any, Any]], int]:
+    """The next batch of batch iterator ``it`` as pieces, and the position of its first element.
+
+    ``it`` is a ``batch`` node iterator (``child``, ``b``, ``drop``, ``n``): this
+    is how it reads a batch, before it gathers (``assemble``) the pieces.
+
+    Raises:
+      StopIteration: the input ended (or left fewer than ``b`` elements, with
+        ``drop_remainder``).
+    """
+    pieces = pull(it.child, it.b)
+    got = count(pieces)
+    if got == 0 or (it.drop and got < it.b):
+        raise StopIteration
+    first = it.n * it.b
+    it.n += 1
+    return pieces, first
+
+
+def index_batches(iterator: Any) -> Any | None:
+    """The ``batch`` node under ``iterator`` (a ``Dataset``'s iterator), when ``next_batch``
+    may read it; None otherwise.
+
+    ``prefetch`` nodes above it that have not started are bypassed (their
+    thread would only run the same reads ahead; their state is then their
+    input's). Padded, split (auto-sharded) or other last nodes give None, and
+    nothing changes: those batches are read as the dataset yields them.
+    """
+    from ._batch import _BatchIterator
+    from ._prefetch import _PrefetchIterator
+
+    node, above = getattr(iterator, "_node", None), []
+    while isinstance(node, _PrefetchIterator) and node.thread is None:
+        above.append(node)
+        node = node.child
+    if type(node) is not _BatchIterator or node.split is not None:
+        return None
+    for p in above:
+        p.bypass()
+    return node
+
+
+def single_base(pieces: list[tuple[Any, Any]]) -> tuple[ArraysAccess, np.ndarray] | None:
+    """``(base, indices)`` when every element of ``pieces`` is an index into one
+    ``ArraysAccess`` (in-memory arrays), else None."""
+    if len(pieces) != 1 or not isinstance(pieces[0][0], ArraysAccess):
+        return None
+    return pieces[0]
 
 
 def pull(child: DatasetIterator, count: int) -> list[tuple[Any, Any]]:

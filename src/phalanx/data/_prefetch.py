@@ -8,6 +8,10 @@ ends (an iterator left open must not leave a thread inside a device copy). An er
 the consumer at the position where it happened. The checkpoint state is the
 input's state right after the last element the consumer received: every
 queued element carries that snapshot, so read-ahead is never saved.
+
+``fit`` may read a prefetched pipeline's batches from below the prefetch
+(``bypass``: as indices, ``_fast_path.index_batches``); the prefetch then
+starts no thread, and its state is its input's.
 """
 
 from __future__ import annotations
@@ -109,6 +113,19 @@ class _PrefetchIterator(DatasetIterator):
         self.thread: threading.Thread | None = None
         self.done = False
         self._finalizer = None
+        self.bypassed = False
+
+    def bypass(self) -> Any:
+        """Hands over the input to be read directly, from now on and by everyone: no
+        thread starts, ``__next__`` and ``get_state`` read the input. Returns the input.
+
+        Raises:
+          RuntimeError: the thread started already (it may hold read-ahead elements).
+        """
+        if self.thread is not None:
+            raise RuntimeError("prefetch: bypass must be called before the first element")
+        self.bypassed = True
+        return self.child
 
     def start(self) -> None:
         """Start reading ahead now, before the first ``__next__`` (which otherwise starts it)."""
@@ -128,6 +145,8 @@ class _PrefetchIterator(DatasetIterator):
         )
 
     def __next__(self):
+        if self.bypassed:
+            return next(self.child)
         if self.done:
             raise StopIteration
         if self.thread is None:
@@ -162,6 +181,8 @@ class _PrefetchIterator(DatasetIterator):
         _close(self.child)
 
     def get_state(self):
+        if self.bypassed:
+            return {"child": self.child.get_state()}
         return {"child": _unwrap_state(self.state)}
 
     def set_state(self, state):

@@ -15,7 +15,15 @@ Two adapters:
   the host gathers batches with numpy fancy indexing (no Python per example).
 - ``IterableAdapter`` for anything that yields batches: phalanx ``Dataset`` s,
   distributed datasets, Python generators. Batches are ``x``, ``(x,)``,
-  ``(x, y)`` or ``(x, y, sample_weight)``.
+  ``(x, y)`` or ``(x, y, sample_weight)``. A ``Dataset`` whose batches index
+  in-memory arrays (``from_tensor_slices`` -> ``shuffle``/``repeat``/``take``/
+  ``cache`` ... -> ``batch`` [-> ``prefetch``], one process) takes the
+  resident path of arrays: its arrays are placed once, and each execution
+  carries the indices of the very batches the dataset yields (read by the
+  dataset's own iterators, ``_fast_path.next_batch``), so element order,
+  exactly-once reading and the iterator's saved position are the dataset's.
+  Batches that do not index those arrays (a ``cache`` still filling, a
+  ``map``) are stacked on the host as from any other iterable.
 
 With several processes (``MultiWorkerMirroredStrategy``), every process runs
 the same script, and what it passes to ``fit`` means:
@@ -51,6 +59,8 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from ..data import _fast_path as fp
+from ..data import _structure as st
 from ..data._prefetch import background
 from ..distribute._placement import host_array, put
 from ..errors import BatchNotDivisibleError, MissingTargetsError
@@ -63,7 +73,7 @@ class Execution(NamedTuple):
 
     Attributes:
       xs: what the program scans over: stacked batches ``(x, y, sw, mask)`` or
-        batch indices, placed ``P(None, 'replica')``.
+        batch indices into ``data``, placed ``P(None, 'replica')``.
       first_step: the index, within the epoch, of the first step.
       steps: how many of the N steps hold real data.
       sizes: the number of real examples in each real step's batch.
@@ -74,6 +84,9 @@ class Execution(NamedTuple):
         execution's batches (what a checkpoint saves, so that a resumed ``fit``
         reads on from there); ``None`` for arrays (their order follows from the
         seed and the epoch) and for inputs that cannot save a position.
+      data: the device-resident ``(x, y, sample_weight)`` (``P()``) that ``xs``
+        indexes, or None when ``xs`` holds the batches themselves; it chooses
+        the compiled program (``_step.fused_program``'s ``resident``).
     """
 
     xs: Any
@@ -82,6 +95,7 @@ class Execution(NamedTuple):
     sizes: tuple[int, ...]
     release: Callable[[], None] | None = None
     input_state: Any = None
+    data: Any = None
 
 
 def check_global_batch(
@@ -209,7 +223,7 @@ class ArrayAdapter:
                     [block, np.full((self.n - steps, self.batch_size), -1, np.int32)]
                 )
             sizes = tuple(int(s) for s in (block[:steps] >= 0).sum(axis=1))
-            yield Execution(self._stack(block), first, steps, sizes)
+            yield Execution(self._stack(block), first, steps, sizes, data=self.data)
 
     def _stack(self, block: np.ndarray):
         if self.resident:
@@ -274,8 +288,11 @@ class IterableAdapter:
         self._class_weight = class_weight
         self._iterator: Iterator | None = None
         self.batch_size: int | None = None
+        #: Whether some batches index arrays placed on the devices (``data``).
         self.resident = False
         self.data = None
+        self._base = None  # the in-memory arrays (ArraysAccess) placed as ``data``
+        self._refused = None  # arrays found unfit to place (too large, strings)
         self._pool = _BufferPool()
         #: Whether the batches hold targets ``y``; known once the first batch is read.
         self.has_targets: bool | None = None
@@ -313,9 +330,10 @@ class IterableAdapter:
     def _generate(self, it: Iterator, start: int = 0) -> Iterator[Execution]:
         limit = self.steps_per_epoch
         step = start
+        source = self._batches(it)
         while limit is None or step < limit:
             want = self.n if limit is None else min(self.n, limit - step)
-            batches = list(itertools.islice(it, want))
+            batches = list(itertools.islice(source, want))
             if not batches:
                 if limit is not None and step < limit:
                     raise ValueError(
@@ -327,6 +345,82 @@ class IterableAdapter:
             step += len(batches)
             if len(batches) < want:
                 return
+
+    def _batches(self, it: Iterator) -> Iterator:
+        """``it``'s batches; those of a ``Dataset`` that index its in-memory arrays as ``_Indices``.
+
+        The batches are read by the dataset's own node iterators, exactly as
+        ``next(it)`` reads them (``_fast_path.next_batch``), one per item
+        asked for; ``it.get_state()`` stays the position after the last one.
+        """
+        node = None
+        if hasattr(self._iterable, "_iter_epoch") and not self._placer.multi_process:
+            node = fp.index_batches(it)
+        # Not ``yield from it``: closing that generator would close ``it``, which may
+        # continue into the next epoch.
+        return it if node is None else self._read_indices(node)
+
+    def _read_indices(self, node) -> Iterator:
+        while True:
+            try:
+                pieces, first = fp.next_batch(node)
+            except StopIteration:
+                return
+            one = fp.single_base(pieces)
+            if one is not None and self._adopt(one[0]):
+                yield _Indices(*one)
+            else:
+                yield fp.assemble(pieces, first_index=first)
+
+    def _adopt(self, base) -> bool:
+        """Whether ``base`` (an ``ArraysAccess``) is the one placed as ``data``; the first
+        that fits (numbers, at most ``RESIDENT_LIMIT_BYTES``) is placed and kept."""
+        if base is self._base:
+            return True
+        if self._base is not None or base is self._refused:
+            return False
+        host = _as_host(st.unflatten(base.tdef, base.leaves))
+        x, y, sw = split_batch(host)
+        fits = all(a.dtype.kind in "biuf" for a in jax.tree.leaves(host)) and (
+            sum(a.nbytes for a in jax.tree.leaves(host)) <= RESIDENT_LIMIT_BYTES
+        )
+        if not fits:
+            self._refused = base
+            return False
+        n = len(base)
+        sw = np.ones(n, np.float32) if sw is None else np.asarray(sw, np.float32).reshape(n)
+        if self._class_weight is not None:
+            sw = sw * _class_weights(self._class_weight, y)
+        self._base_has_y = y is not None
+        y = y if y is not None else np.zeros(n, np.float32)
+        self.data = self._placer.replicated_put((x, y, sw))
+        self._base, self.resident = base, True
+        return True
+
+    def _stack_indices(self, batches: list[_Indices], first: int) -> Execution:
+        """The batches' indices ``[N, batch]`` (``-1`` for padding), placed; ``data`` holds the rows."""
+        sizes = [b.idx.size for b in batches]
+        self._check_sizes(sizes)
+        self._check_targets([(None, True if self._base_has_y else None)] * len(batches), first)
+        block = np.full((self.n, self.batch_size), -1, np.int32)
+        for i, b in enumerate(batches):
+            block[i, : b.idx.size] = b.idx
+        placed = self._placer.stacked_put(block)  # a fresh array, never written again
+        return Execution(placed, first, len(batches), tuple(sizes), data=self.data)
+
+    def _check_sizes(self, sizes: list[int]) -> None:
+        """The first batches fix the batch size; no later batch may be larger."""
+        if self.batch_size is None:
+            self.batch_size = max(sizes)
+            check_global_batch(
+                self.batch_size * self._shares, self._num_replicas, "batch size of the input"
+            )
+        if max(sizes) > self.batch_size:
+            raise ValueError(
+                f"A batch of {max(sizes)} examples followed batches of {self.batch_size}: "
+                "every batch must be at most as large as the first (compiled programs have "
+                "static shapes). Batch the data with one batch size."
+            )
 
     def _stack(self, batches: list, first: int) -> Execution:
         """Copies the batches into lent host buffers ``[N, batch, ...]``, then to the devices.
@@ -343,19 +437,12 @@ class IterableAdapter:
         object. Rows past a short batch repeat a real row and are masked; steps
         past the last batch keep what they held (the program skips them).
         """
+        if all(isinstance(b, _Indices) for b in batches):
+            return self._stack_indices(batches, first)
+        batches = [b.base.gather(b.idx) if isinstance(b, _Indices) else b for b in batches]
         parts = [split_batch(_as_host(b)) for b in batches]
         sizes = [_leading(p[0]) for p in parts]
-        if self.batch_size is None:
-            self.batch_size = max(sizes)
-            check_global_batch(
-                self.batch_size * self._shares, self._num_replicas, "batch size of the input"
-            )
-        if max(sizes) > self.batch_size:
-            raise ValueError(
-                f"A batch of {max(sizes)} examples followed batches of {self.batch_size}: "
-                "every batch must be at most as large as the first (compiled programs have "
-                "static shapes). Batch the data with one batch size."
-            )
+        self._check_sizes(sizes)
         has_y = self._check_targets(parts, first)
         buffers = None
         for i, ((x, y, sw), size) in enumerate(zip(parts, sizes, strict=True)):
@@ -396,6 +483,13 @@ class IterableAdapter:
             return jax.ShapeDtypeStruct((self.n, self.batch_size, *a.shape[1:]), a.dtype)
 
         return jax.tree.map(spec, row)
+
+
+class _Indices(NamedTuple):
+    """A batch read as its indices into in-memory arrays (``IterableAdapter._batches``)."""
+
+    base: Any  # the ArraysAccess
+    idx: np.ndarray
 
 
 class _BufferPool:

@@ -409,7 +409,6 @@ class Model:
         executions = self._prepared(adapter, epoch, where=where, start=start, input_state=state)
         if executions is None:  # resumed after the epoch's last step
             return dict(resume.logs or {})
-        program = self._program(kind, adapter.resident)
         begin, end = _hooks(cbs, kind)
         if start == 0:
             self._state = self._reset_metrics(self._state)
@@ -420,7 +419,8 @@ class Model:
             # step. Training donates it, so the new state replaces it at once; the
             # position moves with it (a checkpoint saves the two together).
             begin(ex.first_step)
-            self._state, dev_logs = program(self._state, adapter.data, ex.xs, ex.steps)
+            program = self._program(kind, ex.data is not None)  # ex.xs: batches or indices
+            self._state, dev_logs = program(self._state, ex.data, ex.xs, ex.steps)
             if kind == "train":
                 self._position = _checkpointing.TrainPosition(
                     epoch, ex.first_step + ex.steps, ex.input_state
@@ -468,8 +468,8 @@ class Model:
         # The strategy's batch-size advice (TPUStrategy: per-replica multiples of 128).
         self._strategy._check_batch(adapter.global_batch_size)
         if not self.built:
-            if adapter.resident:
-                shape = jax.tree.leaves(adapter.data[0])[0].shape[1:]
+            if first.data is not None:
+                shape = jax.tree.leaves(first.data[0])[0].shape[1:]
             else:
                 shape = jax.tree.leaves(first.xs[0])[0].shape[2:]
             self.build(shape)
@@ -578,11 +578,11 @@ class Model:
         cbs = self._callbacks(callbacks, verbose, epochs=1, steps=adapter.steps_per_epoch)
         cbs.on_predict_begin()
         executions = self._prepared(adapter, 0, where=None)
-        program = self._program("predict", adapter.resident)
 
         def dispatch(ex):
             cbs.on_predict_batch_begin(ex.first_step)
-            return program(self._state, adapter.data, ex.xs, ex.steps)
+            program = self._program("predict", ex.data is not None)
+            return program(self._state, ex.data, ex.xs, ex.steps)
 
         def fetch(ex, out):
             return _loop.unpad_predictions(ex, out, adapter)
