@@ -1,19 +1,26 @@
-"""Fixtures of the callback tests (the fakes live in ``callback_fakes``)."""
+"""Fixtures of the callback tests: a real compiled model, playing another process."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import pytest
-from callback_fakes import FakeModel
+from real_fit import shared_model
 
+import phalanx
 from phalanx.callbacks import _process
 
 
 @pytest.fixture
-def model() -> FakeModel:
-    """A fresh fake model with learning rate 0.1."""
-    return FakeModel()
+def model() -> phalanx.Model:
+    """A compiled model (``steps_per_execution=1``) with its first weights and rate 0.1."""
+    return shared_model(1)
+
+
+@pytest.fixture
+def make_model() -> Callable[[int], phalanx.Model]:
+    """``make_model(steps_per_execution)``: a compiled model as the ``model`` fixture gives."""
+    return shared_model
 
 
 @pytest.fixture

@@ -1,29 +1,10 @@
 """Callbacks driven by the real fit/evaluate/predict: the hooks they are told, in Keras's order."""
 
-import numpy as np
 import pytest
-from callback_fakes import read_scalars
+from real_fit import fit
+from tb_events import read_scalars
 
-import phalanx
-from phalanx import layers
 from phalanx.callbacks import Callback, TensorBoard
-
-
-def _data(n=32):
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(n, 3)).astype(np.float32)
-    return x, (x.sum(axis=1) > 0).astype(np.int32)
-
-
-def _model(spe=1):
-    model = phalanx.Sequential([layers.Input(shape=(3,)), layers.Dense(2, activation="softmax")])
-    model.compile(
-        optimizer=phalanx.optimizers.SGD(0.1),
-        loss="sparse_categorical_crossentropy",
-        metrics=["accuracy"],
-        steps_per_execution=spe,
-    )
-    return model
 
 
 class Recorder(Callback):
@@ -46,12 +27,9 @@ class Recorder(Callback):
 
 
 @pytest.mark.parametrize("spe", [1, 2])
-def test_fit_validation_tells_the_test_hooks_between_training_and_epoch_end(spe):
-    x, y = _data()
+def test_fit_validation_tells_the_test_hooks_between_training_and_epoch_end(make_model, spe):
     rec = Recorder()
-    _model(spe).fit(
-        x, y, batch_size=8, epochs=1, validation_data=(x[:16], y[:16]), callbacks=[rec], verbose=0
-    )
+    fit(make_model(spe), [rec], validation=True)
     train = [
         ev
         for k in range(0, 4, spe)
@@ -74,18 +52,9 @@ def test_fit_validation_tells_the_test_hooks_between_training_and_epoch_end(spe)
     ]
 
 
-def test_tensorboard_writes_evaluation_vs_iterations_during_fit(tmp_path):
-    x, y = _data()
+def test_tensorboard_writes_evaluation_vs_iterations_during_fit(model, tmp_path):
     board = TensorBoard(log_dir=str(tmp_path))
-    history = _model().fit(
-        x,
-        y,
-        batch_size=8,
-        epochs=3,
-        validation_data=(x[:16], y[:16]),
-        callbacks=[board],
-        verbose=0,
-    )
+    history = fit(model, [board], epochs=3, validation=True)
     val = read_scalars(str(tmp_path / "validation"))
     assert set(val) == {
         "epoch_loss",
@@ -101,9 +70,8 @@ def test_tensorboard_writes_evaluation_vs_iterations_during_fit(tmp_path):
 
 
 @pytest.mark.parametrize("verbose", [1, 2])
-def test_progress_bar_stays_silent_during_fit_validation(capsys, verbose):
-    x, y = _data()
-    _model().fit(x, y, batch_size=8, epochs=2, validation_data=(x[:16], y[:16]), verbose=verbose)
+def test_progress_bar_stays_silent_during_fit_validation(model, capsys, verbose):
+    fit(model, epochs=2, validation=True, verbose=verbose)
     out = capsys.readouterr().out
     assert out.count("val_loss") == 2
     assert out.count("Epoch ") == 2

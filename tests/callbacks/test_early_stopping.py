@@ -1,45 +1,61 @@
-"""EarlyStopping follows Keras 3: the stop epoch, the wait counter, baseline, best-weight restore."""
+"""EarlyStopping follows Keras 3: the stop epoch, the wait counter, baseline, best-weight restore.
 
+Each test runs the real ``fit`` with validation. A real loss cannot be made
+to follow a chosen sequence, so the watched value is scripted: a
+``LambdaCallback`` placed before ``EarlyStopping`` (``real_fit.scripted``)
+writes ``val_loss[epoch]`` into the epoch logs, replacing the real one, before
+``EarlyStopping`` reads them. The weights are the real trained ones: a second
+callback keeps a copy at each epoch end, to tell which epoch's were restored.
+"""
+
+import jax.numpy as jnp
 import numpy as np
 import pytest
-from callback_fakes import FakeModel, fit
+from real_fit import LEARNING_RATE, fit, scripted
 
-from phalanx.callbacks import EarlyStopping
+import phalanx
+from phalanx.callbacks import EarlyStopping, LambdaCallback
 
 
-def _run(model, stopper, val_losses, **kwargs):
-    train = [{"loss": 1.0} for _ in val_losses]
-    val = [{"loss": v} for v in val_losses]
-    return fit(model, [stopper], train_logs=train, val_logs=val, **kwargs)
+def _run(model, stopper, values, *, monitor="val_loss", snapshots=None, **kwargs):
+    """Fits ``len(values)`` epochs at most, ``monitor`` following ``values``."""
+    callbacks = [scripted(monitor, values), stopper]
+    if snapshots is not None:
+        keep = LambdaCallback(on_epoch_end=lambda e, logs: snapshots.append(model.get_weights()))
+        callbacks.append(keep)
+    return fit(model, callbacks, epochs=len(values), validation=True, **kwargs)
+
+
+def _same(a, b):
+    return all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
 
 
 def test_stops_after_patience_epochs_without_improvement(model):
     stopper = EarlyStopping(monitor="val_loss", patience=2)
-    cbs = _run(model, stopper, [0.9, 0.8, 0.85, 0.81, 0.7, 0.6])
+    history = _run(model, stopper, [0.9, 0.8, 0.85, 0.81, 0.7, 0.6])
     # Best at epoch 1; epochs 2 and 3 do not improve: wait reaches 2 at epoch 3.
     assert stopper.stopped_epoch == 3
-    assert model.epochs_trained == [0, 1, 2, 3]
-    assert cbs.history.epoch == [0, 1, 2, 3]
+    assert history.epoch == [0, 1, 2, 3]
+    assert history.history["val_loss"] == [0.9, 0.8, 0.85, 0.81]
     assert stopper.best == 0.8
 
 
 def test_patience_zero_stops_at_first_non_improving_epoch(model):
-    stopper = EarlyStopping(monitor="val_loss")
-    _run(model, stopper, [0.9, 0.8, 0.8, 0.7])
-    assert model.epochs_trained == [0, 1, 2]
+    history = _run(model, EarlyStopping(monitor="val_loss"), [0.9, 0.8, 0.8, 0.7])
+    assert history.epoch == [0, 1, 2]
 
 
 def test_never_stops_on_the_first_epoch(model):
-    stopper = EarlyStopping(monitor="val_loss")
-    _run(model, stopper, [float("nan"), 0.5, 0.6, 0.4])
+    history = _run(model, EarlyStopping(monitor="val_loss"), [float("nan"), 0.5, 0.6, 0.4])
     # A NaN is no improvement, but Keras never stops at epoch 0; epoch 2 does not improve.
-    assert model.epochs_trained == [0, 1, 2]
+    assert history.epoch == [0, 1, 2]
 
 
 def test_an_improving_epoch_never_stops(model):
     stopper = EarlyStopping(monitor="val_loss", baseline=0.1)
-    _run(model, stopper, [0.5, 0.4, 0.3, 0.2])
+    history = _run(model, stopper, [0.5, 0.4, 0.3, 0.2])
     assert stopper.stopped_epoch == 0
+    assert history.epoch == [0, 1, 2, 3]
     assert stopper.wait == 4  # the baseline was never beaten
 
 
@@ -56,8 +72,9 @@ def test_baseline_keeps_the_wait_counting_until_beaten(model):
     _run(model, stopper, [0.9, 0.8, 0.85, 0.7])
     assert stopper.stopped_epoch == 2
     unbounded = EarlyStopping(monitor="val_loss", patience=3)
-    _run(FakeModel(), unbounded, [0.9, 0.8, 0.85, 0.7])
+    history = _run(model, unbounded, [0.9, 0.8, 0.85, 0.7])
     assert unbounded.stopped_epoch == 0
+    assert history.epoch == [0, 1, 2, 3]
 
 
 def test_start_from_epoch_ignores_warm_up_epochs(model):
@@ -69,70 +86,78 @@ def test_start_from_epoch_ignores_warm_up_epochs(model):
 
 def test_auto_mode_maximizes_accuracy(model):
     stopper = EarlyStopping(monitor="val_accuracy", patience=1)
-    train = [{"loss": 1.0, "accuracy": 0.5}] * 5
-    val = [{"accuracy": a} for a in (0.5, 0.6, 0.7, 0.65, 0.66)]
-    fit(model, [stopper], train_logs=train, val_logs=val)
+    _run(model, stopper, [0.5, 0.6, 0.7, 0.65, 0.66], monitor="val_accuracy")
     assert stopper.stopped_epoch == 3
     assert stopper.best == 0.7
 
 
 def test_restores_best_weights_when_stopping(model):
     stopper = EarlyStopping(monitor="val_loss", patience=2, restore_best_weights=True)
-    _run(model, stopper, [0.9, 0.5, 0.7, 0.8, 0.1])
-    assert model.epochs_trained == [0, 1, 2, 3]
-    # FakeModel's weights after epoch e are e + 1: the best epoch is 1.
-    assert all(np.all(w == 2) for w in model.weights)
+    snapshots = []
+    history = _run(model, stopper, [0.9, 0.5, 0.7, 0.8, 0.1], snapshots=snapshots)
+    assert history.epoch == [0, 1, 2, 3]
     assert stopper.best_epoch == 1
+    assert _same(model.get_weights(), snapshots[1])  # the weights trained up to epoch 1
+    assert not _same(model.get_weights(), snapshots[3])
 
 
 def test_restores_best_weights_when_patience_is_never_exhausted(model):
     stopper = EarlyStopping(monitor="val_loss", patience=10, restore_best_weights=True)
-    _run(model, stopper, [0.9, 0.3, 0.7, 0.8])
-    assert model.epochs_trained == [0, 1, 2, 3]
+    snapshots = []
+    history = _run(model, stopper, [0.9, 0.3, 0.7, 0.8], snapshots=snapshots)
+    assert history.epoch == [0, 1, 2, 3]
     assert stopper.stopped_epoch == 0
-    assert all(np.all(w == 2) for w in model.weights)
+    assert _same(model.get_weights(), snapshots[1])
 
 
 def test_without_restore_keeps_last_weights(model):
-    stopper = EarlyStopping(monitor="val_loss", patience=1)
-    _run(model, stopper, [0.9, 0.3, 0.7, 0.8])
-    assert all(np.all(w == 3) for w in model.weights)
+    snapshots = []
+    _run(
+        model,
+        EarlyStopping(monitor="val_loss", patience=1),
+        [0.9, 0.3, 0.7, 0.8],
+        snapshots=snapshots,
+    )
+    assert len(snapshots) == 3  # stopped at epoch 2
+    assert _same(model.get_weights(), snapshots[-1])
 
 
 def test_restore_with_unmet_baseline_uses_best_epoch_seen(model):
     stopper = EarlyStopping(monitor="val_loss", patience=2, baseline=0.1, restore_best_weights=True)
-    _run(model, stopper, [0.9, 0.5, 0.7, 0.8])
+    snapshots = []
+    _run(model, stopper, [0.9, 0.5, 0.7, 0.8], snapshots=snapshots)
     assert stopper.stopped_epoch == 2
-    assert all(np.all(w == 2) for w in model.weights)
+    assert _same(model.get_weights(), snapshots[1])
 
 
-def test_instances_are_reusable(model):
+def test_instances_are_reusable(model, make_model):
     stopper = EarlyStopping(monitor="val_loss", patience=0)
     _run(model, stopper, [0.5, 0.6, 0.4])
     assert stopper.best == 0.5
-    second = FakeModel()
-    _run(second, stopper, [2.0, 1.0, 1.5, 0.1])
-    assert second.epochs_trained == [0, 1, 2]
+    history = _run(make_model(1), stopper, [2.0, 1.0, 1.5, 0.1])
+    assert history.epoch == [0, 1, 2]
     assert stopper.best == 1.0
 
 
-def test_verbose_messages_are_printed_on_process_0_only(model, capsys, as_process):
+def test_verbose_messages_are_printed_on_process_0_only(model, make_model, capsys, as_process):
     stopper = EarlyStopping(monitor="val_loss", verbose=1, restore_best_weights=True)
     _run(model, stopper, [0.5, 0.6])
     out = capsys.readouterr().out
     assert "Epoch 2: early stopping" in out
     assert "Restoring model weights from the end of the best epoch: 1." in out
     as_process(1)
-    _run(FakeModel(), stopper, [0.5, 0.6])
+    _run(make_model(1), stopper, [0.5, 0.6])
     assert capsys.readouterr().out == ""
 
 
 def test_missing_monitor_warns_once_naming_the_available_keys(model):
     stopper = EarlyStopping(monitor="val_los")
-    with pytest.warns(UserWarning, match=r"'val_los'.*Available: loss, val_loss") as record:
-        _run(model, stopper, [0.5, 0.6, 0.7])
+    with pytest.warns(
+        UserWarning, match=r"'val_los'.*Available: accuracy, loss, val_accuracy, val_loss"
+    ) as record:
+        history = fit(model, [stopper], epochs=3, validation=True)
     assert len([w for w in record if "val_los" in str(w.message)]) == 1
-    assert model.epochs_trained == [0, 1, 2]  # no stop without a value
+    assert history.epoch == [0, 1, 2]  # no stop without a value
 
 
 def test_unknown_mode_is_refused():
@@ -150,16 +175,29 @@ def test_bad_patience_is_refused():
 def test_auto_mode_refuses_a_name_it_cannot_place(model):
     stopper = EarlyStopping(monitor="val_wiggle")
     with pytest.raises(ValueError, match=r"monitor='val_wiggle'.*Pass mode='max'"):
-        fit(model, [stopper], train_logs=[{"loss": 1.0}], val_logs=[{"wiggle": 0.5}])
+        _run(model, stopper, [0.5], monitor="val_wiggle")
 
 
-def test_metric_direction_from_the_model_settles_auto_mode(model):
-    class Wiggle:
-        name = "wiggle"
-        direction = "up"
+class Wiggle(phalanx.metrics.MeanMetricWrapper):
+    """A user's metric that says it goes up (Keras metrics set ``_direction``)."""
 
-    model.metrics = [Wiggle()]
+    direction = "up"
+
+    def __init__(self):
+        super().__init__(lambda y_true, y_pred: jnp.max(y_pred, axis=-1), name="wiggle")
+
+
+def test_metric_direction_from_the_model_settles_auto_mode():
+    """The compiled metric ``wiggle`` says it goes up; its value is scripted as it is watched."""
+    model = phalanx.Sequential([phalanx.layers.Input(shape=(3,)), phalanx.layers.Dense(2)])
+    model.compile(optimizer=phalanx.optimizers.SGD(LEARNING_RATE), loss="mse", metrics=[Wiggle()])
     stopper = EarlyStopping(monitor="val_wiggle", patience=0)
-    train = [{"loss": 1.0}] * 3
-    fit(model, [stopper], train_logs=train, val_logs=[{"wiggle": w} for w in (1.0, 2.0, 1.5)])
+    history = model.fit(
+        *(np.ones((8, 3), np.float32), np.ones((8, 2), np.float32)),
+        epochs=3,
+        validation_data=(np.ones((8, 3), np.float32), np.ones((8, 2), np.float32)),
+        callbacks=[scripted("val_wiggle", [1.0, 2.0, 1.5]), stopper],
+        verbose=0,
+    )
     assert stopper.stopped_epoch == 2
+    assert history.epoch == [0, 1, 2]

@@ -1,19 +1,41 @@
-"""TensorBoard writes Keras's tags and steps into log_dir/train and log_dir/validation."""
+"""TensorBoard writes Keras's tags and steps into log_dir/train and log_dir/validation.
+
+Every test runs the real ``fit``/``evaluate`` and reads the event files back
+(``tb_events``); the values written are checked against the history or the
+logs a recording callback saw.
+"""
 
 import glob
 import os
 
 import pytest
-from callback_fakes import FakeModel, fit, read_events, read_scalars
+from real_fit import LEARNING_RATE, X, Y, build_model, fit
+from tb_events import read_events, read_scalars
 
-from phalanx.callbacks import TensorBoard
+import phalanx
+from phalanx.callbacks import Callback, LambdaCallback, TensorBoard
 
-TRAIN = [{"accuracy": 0.5 + e / 10, "loss": 1.0 - e / 10} for e in range(3)]
-VAL = [{"accuracy": 0.4 + e / 10, "loss": 1.1 - e / 10} for e in range(3)]
+
+class BatchLogs(Callback):
+    """Records each execution's logs by total step (it only reads them: fit runs ahead)."""
+
+    batch_hooks_read_only_logs = True
+
+    def __init__(self, steps_per_epoch):
+        super().__init__()
+        self.steps_per_epoch = steps_per_epoch
+        self.epoch = 0
+        self.by_step = {}
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.by_step[self.epoch * self.steps_per_epoch + batch + 1] = dict(logs)
 
 
 def test_epoch_scalars_in_keras_layout(model, tmp_path):
-    fit(model, [TensorBoard(log_dir=str(tmp_path))], train_logs=TRAIN, val_logs=VAL)
+    history = fit(model, [TensorBoard(log_dir=str(tmp_path))], epochs=3, validation=True)
     assert sorted(os.listdir(tmp_path)) == ["train", "validation"]
     train = read_scalars(str(tmp_path / "train"))
     val = read_scalars(str(tmp_path / "validation"))
@@ -25,15 +47,17 @@ def test_epoch_scalars_in_keras_layout(model, tmp_path):
         "evaluation_accuracy_vs_iterations",
     }
     assert [s for s, _ in train["epoch_loss"]] == [0, 1, 2]
-    assert [v for _, v in train["epoch_loss"]] == pytest.approx([1.0, 0.9, 0.8])
-    assert [v for _, v in val["epoch_accuracy"]] == pytest.approx([0.4, 0.5, 0.6])
+    assert [v for _, v in train["epoch_loss"]] == pytest.approx(history.history["loss"])
+    assert [v for _, v in train["epoch_accuracy"]] == pytest.approx(history.history["accuracy"])
+    assert [v for _, v in val["epoch_loss"]] == pytest.approx(history.history["val_loss"])
+    assert [v for _, v in val["epoch_accuracy"]] == pytest.approx(history.history["val_accuracy"])
     assert [v for _, v in train["epoch_learning_rate"]] == pytest.approx([0.1] * 3)
     # Validation results against the training steps done (4 per epoch).
     assert [s for s, _ in val["evaluation_loss_vs_iterations"]] == [4, 8, 12]
 
 
 def test_no_batch_scalars_with_epoch_updates(model, tmp_path):
-    fit(model, [TensorBoard(log_dir=str(tmp_path))], train_logs=TRAIN)
+    fit(model, [TensorBoard(log_dir=str(tmp_path))], epochs=3)
     assert not any(t.startswith("batch_") for t in read_scalars(str(tmp_path / "train")))
     assert not os.path.exists(tmp_path / "validation")
 
@@ -48,42 +72,28 @@ def test_no_batch_scalars_with_epoch_updates(model, tmp_path):
     ],
 )
 def test_batch_scalars_every_n_steps_through_fused_executions(
-    model, tmp_path, steps_per_execution, expected_steps
+    make_model, tmp_path, steps_per_execution, expected_steps
 ):
     board = TensorBoard(log_dir=str(tmp_path), update_freq=3)
-
-    def batch_logs(epoch, last):
-        return {"loss": float(epoch * 100 + last)}
-
-    fit(
-        model,
-        [board],
-        train_logs=[{"loss": 1.0}] * 2,
-        steps=10,
-        steps_per_execution=steps_per_execution,
-        batch_logs=batch_logs,
-    )
+    seen = BatchLogs(steps_per_epoch=10)
+    fit(make_model(steps_per_execution), [seen, board], epochs=2, steps_per_epoch=10)
     scalars = read_scalars(str(tmp_path / "train"))
     assert [s for s, _ in scalars["batch_loss"]] == expected_steps
-    # The value written is that execution's logs: (epoch, last step) recovered from the step.
+    # The value written at a step is the logs of the execution that ended there.
     for step, value in scalars["batch_loss"]:
-        epoch, last = divmod(step - 1, 10)
-        assert value == epoch * 100 + last
+        assert value == pytest.approx(seen.by_step[step]["loss"])
+    for step, value in scalars["batch_accuracy"]:
+        assert value == pytest.approx(seen.by_step[step]["accuracy"])
 
 
 def test_update_freq_batch_writes_every_step(model, tmp_path):
-    fit(
-        model,
-        [TensorBoard(log_dir=str(tmp_path), update_freq="batch")],
-        train_logs=TRAIN[:1],
-        steps=3,
-    )
+    fit(model, [TensorBoard(log_dir=str(tmp_path), update_freq="batch")], steps_per_epoch=3)
     assert [s for s, _ in read_scalars(str(tmp_path / "train"))["batch_loss"]] == [1, 2, 3]
 
 
-def test_steps_per_second(model, tmp_path):
+def test_steps_per_second(make_model, tmp_path):
     board = TensorBoard(log_dir=str(tmp_path), update_freq=2, write_steps_per_second=True)
-    fit(model, [board], train_logs=TRAIN[:1], steps=4, steps_per_execution=2)
+    fit(make_model(2), [board], steps_per_epoch=4)
     scalars = read_scalars(str(tmp_path / "train"))
     assert [s for s, _ in scalars["batch_steps_per_second"]] == [2, 4]
     assert len(scalars["epoch_steps_per_second"]) == 1
@@ -92,7 +102,7 @@ def test_steps_per_second(model, tmp_path):
 
 def test_event_files_are_closed_at_train_end(model, tmp_path):
     board = TensorBoard(log_dir=str(tmp_path))
-    fit(model, [board], train_logs=TRAIN, val_logs=VAL)
+    fit(model, [board], epochs=3, validation=True)
     assert board._writers == {}
     # One event file per directory, each complete (every record passes its CRC check).
     for sub in ("train", "validation"):
@@ -101,17 +111,28 @@ def test_event_files_are_closed_at_train_end(model, tmp_path):
         assert read_events(str(tmp_path / sub))[0].file_version == "brain.Event:2"
 
 
-def test_schedule_learning_rate_is_skipped(tmp_path):
-    model = FakeModel(learning_rate=lambda step: 0.1)
-    fit(model, [TensorBoard(log_dir=str(tmp_path))], train_logs=TRAIN)
-    assert "epoch_learning_rate" not in read_scalars(str(tmp_path / "train"))
+def test_a_schedule_learning_rate_is_written_as_it_decays(tmp_path):
+    """As Keras 3: the rate written at each epoch end is the optimizer's rate then."""
+    decay = phalanx.optimizers.schedules.ExponentialDecay(LEARNING_RATE, 4, 0.5)
+    model = build_model(optimizer=phalanx.optimizers.SGD(decay))
+    rates = []
+    read = LambdaCallback(on_epoch_end=lambda e, logs: rates.append(model.optimizer.learning_rate))
+    fit(model, [read, TensorBoard(log_dir=str(tmp_path))], epochs=3)
+    written = read_scalars(str(tmp_path / "train"))["epoch_learning_rate"]
+    assert [v for _, v in written] == pytest.approx(rates)
+    assert rates[0] > rates[1] > rates[2]
 
 
 def test_histograms(model, tmp_path):
-    fit(model, [TensorBoard(log_dir=str(tmp_path), histogram_freq=2)], train_logs=TRAIN)
+    fit(model, [TensorBoard(log_dir=str(tmp_path), histogram_freq=2)], epochs=3)
     events = read_events(str(tmp_path / "train"))
     hist = [(e.step, v.tag) for e in events for v in e.summary.value if v.HasField("histo")]
     assert hist == [(0, "weights/0"), (0, "weights/1"), (2, "weights/0"), (2, "weights/1")]
+    # The histogram counts every weight of the layer: a 3x2 kernel and 2 biases.
+    counts = sorted(
+        v.histo.num for e in events for v in e.summary.value if v.HasField("histo") and e.step == 0
+    )
+    assert counts == [2, 6]
 
 
 def test_only_process_0_writes(model, tmp_path, as_process):
@@ -119,20 +140,20 @@ def test_only_process_0_writes(model, tmp_path, as_process):
     fit(
         model,
         [TensorBoard(log_dir=str(tmp_path / "logs"), update_freq=1)],
-        train_logs=TRAIN,
-        val_logs=VAL,
+        epochs=3,
+        validation=True,
     )
     assert not os.path.exists(tmp_path / "logs")
 
 
 def test_standalone_evaluate_closes_its_file(model, tmp_path):
     board = TensorBoard(log_dir=str(tmp_path))
-    board.set_model(model)
-    board.on_test_begin()
-    board.on_test_end({"loss": 0.5})
+    result = model.evaluate(X, Y, batch_size=8, callbacks=[board], verbose=0, return_dict=True)
     assert board._writers == {}
-    assert read_scalars(str(tmp_path / "validation")) == {
-        "evaluation_loss_vs_iterations": [(0, 0.5)]
+    scalars = read_scalars(str(tmp_path / "validation"))
+    assert scalars == {
+        "evaluation_loss_vs_iterations": [(0, pytest.approx(result["loss"]))],
+        "evaluation_accuracy_vs_iterations": [(0, pytest.approx(result["accuracy"]))],
     }
 
 
@@ -161,7 +182,7 @@ def test_unsupported_options_say_so():
 
 def test_resumed_run_continues_the_step_count(model, tmp_path):
     board = TensorBoard(log_dir=str(tmp_path), update_freq=2)
-    fit(model, [board], train_logs=TRAIN, initial_epoch=2, steps=4)
+    fit(model, [board], epochs=3, initial_epoch=2)
     scalars = read_scalars(str(tmp_path / "train"))
     assert [s for s, _ in scalars["batch_loss"]] == [10, 12]  # epoch 2 = steps 9..12
     assert [s for s, _ in scalars["epoch_loss"]] == [2]

@@ -35,9 +35,12 @@ The protocol a training loop follows (``Model.fit`` does):
   restores weights and ``TensorBoard`` closes its event files there.
 
 What callbacks use of the model: ``stop_training`` (settable),
-``optimizer.learning_rate`` (a float property, settable; reading it raises
-TypeError when it is a schedule), ``get_weights()``, ``set_weights(list)``,
-``save_weights(filepath)`` and ``history`` (set by ``History``).
+``optimizer.learning_rate`` (a float property; a schedule's current rate can
+be read, but setting it raises TypeError, as in Keras), ``metrics`` (a
+metric's ``direction``, ``"up"`` or ``"down"``, settles ``mode="auto"``),
+``get_weights()``, ``set_weights(list)``, ``save_weights(filepath)`` and
+``history`` (set by ``History``). The tests in ``tests/callbacks`` drive the
+real ``fit``, ``evaluate`` and ``predict``.
 
 Printing (progress bar, ``verbose`` messages) and writing files
 (TensorBoard, CSV) happen on process 0 only (``jax.process_index() == 0``);

@@ -13,13 +13,20 @@ def get_learning_rate(owner: str, model: Any) -> float:
         raise TypeError(f"{owner} needs a float learning rate to read and set: {error}") from error
 
 
-def set_learning_rate(model: Any, value: float) -> None:
-    """Sets ``model.optimizer.learning_rate`` to ``value``."""
-    model.optimizer.learning_rate = float(value)
+def set_learning_rate(owner: str, model: Any, value: float) -> None:
+    """Sets ``model.optimizer.learning_rate`` to ``value``; TypeError naming ``owner`` otherwise.
+
+    A schedule's rate can be read (its current value, as in Keras) but not
+    set: the model refuses, and the message says which callback tried.
+    """
+    try:
+        model.optimizer.learning_rate = float(value)
+    except TypeError as error:
+        raise TypeError(f"{owner} needs a float learning rate to read and set: {error}") from error
 
 
 def try_learning_rate(model: Any) -> float | None:
-    """The learning rate when it is a plain number, else ``None`` (a schedule, no optimizer)."""
+    """The learning rate as a float, else ``None`` (no optimizer, a schedule not yet stepped)."""
     try:
         return float(model.optimizer.learning_rate)
     except (AttributeError, TypeError, ValueError):

@@ -81,7 +81,7 @@ class LearningRateScheduler(Callback):
                 f"LearningRateScheduler: schedule({epoch}, lr) must return a float; "
                 f"received {new_lr!r} ({type(new_lr).__name__})."
             )
-        set_learning_rate(self.model, float(new_lr))
+        set_learning_rate("LearningRateScheduler", self.model, float(new_lr))
         if self.verbose > 0:
             _process.print_msg(
                 f"Epoch {epoch + 1}: LearningRateScheduler setting learning rate to {float(new_lr)}."

@@ -36,7 +36,8 @@ class ReduceLROnPlateau(MonitorCallback):
 
     Raises:
         ValueError: ``factor >= 1``, an unknown ``mode``, or a negative count.
-        TypeError: (in ``fit``) the optimizer's learning rate is a schedule.
+        TypeError: (in ``fit``, at the first reduction) the optimizer's
+            learning rate is a schedule, which can be read but not set.
 
     Example:
         >>> from types import SimpleNamespace
@@ -115,7 +116,7 @@ class ReduceLROnPlateau(MonitorCallback):
         if old_lr <= np.float32(self.min_lr):
             return
         new_lr = max(old_lr * self.factor, self.min_lr)
-        set_learning_rate(self.model, new_lr)
+        set_learning_rate("ReduceLROnPlateau", self.model, new_lr)
         if self.verbose > 0:
             _process.print_msg(
                 f"Epoch {epoch + 1}: ReduceLROnPlateau reducing learning rate to {new_lr}."

@@ -209,6 +209,17 @@ class Model:
         """The number of steps fused into one compiled program."""
         return self._config.steps_per_execution if self._config else 1
 
+    @property
+    def metrics(self) -> list:
+        """The compiled metric objects, in ``compile``'s order (Keras's ``model.metrics``).
+
+        The loss is not among them (``fit`` tracks it apart). Callbacks read
+        them: a metric whose ``direction`` is ``"up"`` or ``"down"`` settles
+        ``mode="auto"`` of ``EarlyStopping``, ``ReduceLROnPlateau`` and
+        ``ModelCheckpoint`` for its name.
+        """
+        return list(self._config.metrics) if self._config is not None else []
+
     def _require_compiled(self, what: str) -> CompileConfig:
         if self._config is None:
             raise RuntimeError(
