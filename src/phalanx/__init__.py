@@ -12,6 +12,7 @@ from . import data as data
 from . import datasets as datasets
 from . import distribute as distribute
 from . import errors as errors
+from . import layers as layers
 from . import utils as utils
 from .distribute import InputContext as InputContext
 from .distribute import InputOptions as InputOptions
@@ -31,9 +32,9 @@ from .distribute import get_replica_context as get_replica_context
 from .distribute import get_strategy as get_strategy
 from .distribute import has_strategy as has_strategy
 from .distribute import in_cross_replica_context as in_cross_replica_context
+from .train import Input as Input
 from .train import Model as Model
 from .train import Sequential as Sequential
-from .train import layers as layers
 from .train import losses as losses
 from .train import metrics as metrics
 from .train import optimizers as optimizers
@@ -41,6 +42,7 @@ from .train import optimizers as optimizers
 __version__ = "0.1.0"
 
 __all__ = [
+    "Input",
     "InputContext",
     "Model",
     "Sequential",

@@ -81,6 +81,10 @@ class LayerShapeError(PhalanxError, ValueError):
     """A layer received an input whose shape or dtype it cannot take; the message names the layer."""
 
 
+class ModelStructureError(PhalanxError, ValueError):
+    """A functional model's graph or inputs do not fit (a disconnected graph, inputs of another structure)."""
+
+
 class NotBuiltError(PhalanxError, RuntimeError):
     """A network or layer was used before its weights exist (call ``build(input_shape)`` first)."""
 

@@ -14,6 +14,7 @@ from . import layers as layers
 from . import losses as losses
 from . import metrics as metrics
 from . import optimizers as optimizers
+from ._core_layers import Input as Input
 from ._logits import Logits as Logits
 from ._model import Model as Model
 from ._network import Sequential as SequentialNetwork
@@ -24,6 +25,7 @@ from ._state import count_params as count_params
 from ._state import split_state as split_state
 
 __all__ = [
+    "Input",
     "NON_TRAINABLE",
     "TRAINABLE",
     "Logits",

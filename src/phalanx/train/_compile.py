@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import jax
 import optax
 
+from . import _multi_output
 from . import losses as _losses
 from . import metrics as _metrics
 from . import optimizers as _optimizers
@@ -98,12 +99,16 @@ def resolve_compile(
     """Resolves ``compile``'s arguments; raises with the accepted names on a mistake."""
     opt = _optimizers.get(optimizer)
     tx = opt if isinstance(opt, optax.GradientTransformation) else opt.to_optax()
-    loss_fn = None if loss is None else _losses.get(loss)
-    if metrics is not None and not isinstance(metrics, list | tuple):
-        raise TypeError(
-            f"metrics must be a list, got {type(metrics).__name__}: write metrics=[{metrics!r}]."
-        )
-    resolved = tuple(_metrics.get(m, loss=loss_fn) for m in (metrics or ()))
+    if _multi_output.is_multi(loss):  # a loss per output (list or dict), as Keras
+        loss_fn, resolved = _multi_output.resolve(loss, metrics)
+    else:
+        loss_fn = None if loss is None else _losses.get(loss)
+        if metrics is not None and not isinstance(metrics, list | tuple):
+            raise TypeError(
+                f"metrics must be a list, got {type(metrics).__name__}: write "
+                f"metrics=[{metrics!r}]."
+            )
+        resolved = tuple(_metrics.get(m, loss=loss_fn) for m in (metrics or ()))
     names = [m.name for m in resolved]
     if len(set(names)) != len(names) or "loss" in names:
         raise ValueError(f"Metric names must be unique and not 'loss'; got {names}.")

@@ -57,27 +57,39 @@ class InputLayer(Layer):
 
 
 def Input(
-    shape: Any,
+    shape: Any = None,
     batch_size: int | None = None,
     dtype: Any = None,
     name: str | None = None,
-) -> InputLayer:
-    """Keras's ``Input``: the first element of a ``Sequential`` that declares its input shape.
+    *,
+    batch_shape: Any = None,
+):
+    """Keras's ``Input``: a symbolic batch that starts a functional model (or a ``Sequential``).
 
     Args:
       shape: the shape of one example, without the batch axis: ``(784,)``.
-      batch_size: accepted for Keras compatibility.
-      dtype: the dtype inputs are cast to, or None to keep theirs.
-      name: the layer's name.
+      batch_size: accepted for Keras compatibility (batches come from the data).
+      dtype: the dtype inputs are cast to (e.g. ``"int32"`` for token ids), or
+        None to keep theirs.
+      name: the input's name (the key of a dict of inputs).
+      batch_shape: Keras's alternative to ``shape``: the shape with the batch axis first.
 
     Returns:
-      An :class:`InputLayer`.
+      A symbolic tensor (``KerasTensor``): call layers on it, then
+      ``phalanx.Model(inputs, outputs)``; or put it first in a ``Sequential``.
 
     Example:
-      >>> Input(shape=(28, 28, 1)).declared_input_shape
-      (28, 28, 1)
+      >>> Input(shape=(28, 28, 1)).shape
+      (None, 28, 28, 1)
     """
-    return InputLayer(shape, batch_size=batch_size, dtype=dtype, name=name)
+    from ._symbolic import make_input
+
+    if shape is None and batch_shape is not None:
+        shape = tuple(batch_shape)[1:]
+    if shape is None:
+        raise ValueError("Input needs shape=, the shape of one example (e.g. (784,)).")
+    layer = InputLayer(shape, batch_size=batch_size, dtype=dtype, name=name)
+    return make_input(layer, layer.declared_input_shape, dtype, name)
 
 
 class Dense(Layer):

@@ -19,11 +19,26 @@ with the layer's name before XLA compiles anything.
 Random keys: ``__call__(x, training=..., rngs=...)`` takes an optional
 ``jax.random`` key (or ``nnx.Rngs``) that only layers drawing random numbers
 in training (``Dropout``) use; the layer holds no random state of its own.
+A layer called without a key inside a model's step (a subclassed model's
+``call``, as Keras users write it) draws from the key the step put in the
+random context (:func:`random_context`), folded with the layer's position.
+
+Symbolic calls: a layer called on a :class:`~phalanx.train._symbolic.KerasTensor`
+(from ``phalanx.Input``) builds itself from the tensor's shape and returns
+symbolic outputs; :mod:`phalanx.train._functional` turns the recorded calls
+into a model.
+
+Keras's introspection: ``trainable`` (False freezes the layer's weights in
+``fit`` from the next ``compile``), ``weights``, ``trainable_weights``,
+``non_trainable_weights``, ``get_weights()``/``set_weights()``; inside a
+compiled model they read and write the model's live state.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -102,6 +117,7 @@ class Layer(nnx.Module):
         self.declared_input_shape = normalize_shape(input_shape)
         self.dtype = None if dtype is None else jnp.dtype(dtype)
         self.built = False
+        self.trainable = True
         self.built_input_shape: Shape | None = None
         self.output_shape: Shape | None = None
 
@@ -159,7 +175,8 @@ class Layer(nnx.Module):
         """Creates the layer's weights for a per-example ``input_shape``.
 
         Args:
-          input_shape: the shape of one example (without the batch axis).
+          input_shape: the shape of one example (without the batch axis); a
+            list of shapes for layers taking several inputs (``Add``, ...).
           rngs: an ``nnx.Rngs`` (its ``params`` stream initializes the weights),
             an int seed, or None for seed 0.
 
@@ -169,7 +186,7 @@ class Layer(nnx.Module):
         Raises:
           LayerShapeError: the layer cannot take inputs of this shape.
         """
-        shape = normalize_shape(input_shape)
+        shape = self._normalize_input_shape(input_shape)
         if self.name is None:
             self.name = snake_case(type(self).__name__)
         self._check_input_shape(shape)
@@ -177,9 +194,22 @@ class Layer(nnx.Module):
             rngs = nnx.Rngs(0 if rngs is None else rngs)
         self._build(shape, rngs)
         self.built_input_shape = shape
-        self.output_shape = normalize_shape(self.compute_output_shape(shape))
+        self.output_shape = self._normalize_output_shape(self.compute_output_shape(shape))
         self.built = True
         return self.output_shape
+
+    def _normalize_input_shape(self, input_shape: Any) -> Any:
+        """The input shape as ``build`` stores it (layers with several inputs: a list)."""
+        return normalize_shape(input_shape)
+
+    def _normalize_output_shape(self, output_shape: Any) -> Any:
+        if isinstance(output_shape, list):  # several outputs
+            return [normalize_shape(s) for s in output_shape]
+        return normalize_shape(output_shape)
+
+    def _input_shape_of(self, x: Any) -> Any:
+        """The per-example shape(s) of a batch ``x`` (what ``build`` takes)."""
+        return tuple(x.shape[1:])
 
     def check_input(self, x: Any) -> None:
         """Raises :class:`LayerShapeError` when a batch ``x`` does not fit the built layer."""
@@ -190,13 +220,20 @@ class Layer(nnx.Module):
                 f"received {format_shape(received, x.shape[0] if x.ndim else None)}."
             )
 
-    def __call__(self, x: Any, *, training: bool = False, rngs: Any = None) -> jax.Array:
+    def __call__(
+        self, x: Any, *args: Any, training: bool | None = None, rngs: Any = None, **kwargs: Any
+    ) -> Any:
         """Applies the layer to a batch ``x`` (leading batch axis), building it first if needed.
 
+        Called on a symbolic tensor (``phalanx.Input(...)``), it records the call
+        for a functional ``Model`` and returns symbolic outputs.
+
         Args:
-          x: a batch, shape ``[batch, *input_shape]``.
+          x: a batch, shape ``[batch, *input_shape]`` (a list for merge layers).
+          *args: further inputs of layers that take them (``MultiHeadAttention``'s value).
           training: True in a training step (dropout active, batch statistics).
           rngs: a ``jax.random`` key or ``nnx.Rngs`` for random layers in training.
+          **kwargs: the layer's call options (``attention_mask=``, ...).
 
         Returns:
           The layer's output for the batch.
@@ -205,18 +242,67 @@ class Layer(nnx.Module):
           NotBuiltError: the layer is unbuilt and ``x`` is traced (build it eagerly).
           LayerShapeError: ``x`` does not have the shape the layer was built for.
         """
+        from . import _symbolic
+
+        if _symbolic.any_symbolic((x, args, kwargs)):
+            return _symbolic.call_symbolic(self, x, args, kwargs, training=training)
         if not self.built:
-            if _is_traced(x):
+            if any(_is_traced(a) for a in jax.tree.leaves(x)):
                 raise NotBuiltError(
                     f"Layer '{self.name or snake_case(type(self).__name__)}' "
                     f"({type(self).__name__}) is not built and was called inside a jitted "
                     "function. Call layer.build(input_shape) (or the network's build) "
                     "before jit."
                 )
-            x = jnp.asarray(x)
-            self.build(x.shape[1:])
+            x = jax.tree.map(jnp.asarray, x)
+            self.build(
+                self._input_shape_of(x), _RANDOM.build_rngs[-1] if _RANDOM.build_rngs else None
+            )
         self.check_input(x)
-        return self.call(x, training=training, rngs=rngs)
+        training = bool(training)
+        if rngs is None and training and self.uses_rng:
+            rngs = context_key(self)
+        return self.call(x, *args, training=training, rngs=rngs, **kwargs)
+
+    #: True for layers that draw random numbers in training (``Dropout``).
+    uses_rng = False
+
+    # -- Keras's introspection -------------------------------------------------------
+    @property
+    def weights(self) -> list:
+        """The layer's weights (trainable, then non-trainable, in Keras's order)."""
+        from . import _introspection
+
+        return _introspection.weight_views(self)
+
+    @property
+    def trainable_weights(self) -> list:
+        """The weights ``fit`` trains (none when ``trainable`` is False)."""
+        return [w for w in self.weights if w.trainable]
+
+    @property
+    def non_trainable_weights(self) -> list:
+        """The weights ``fit`` does not train (moving statistics, frozen layers)."""
+        return [w for w in self.weights if not w.trainable]
+
+    trainable_variables = trainable_weights
+    non_trainable_variables = non_trainable_weights
+
+    def get_weights(self) -> list[np.ndarray]:
+        """The layer's weights as numpy arrays, in Keras's order (kernel, bias, ...)."""
+        from . import _introspection
+
+        return _introspection.get_weights(self)
+
+    def set_weights(self, weights: Sequence[Any]) -> None:
+        """Sets the layer's weights from a list in ``get_weights()`` order.
+
+        Raises:
+          ValueError: the number of arrays or a shape does not match.
+        """
+        from . import _introspection
+
+        _introspection.set_weights(self, weights)
 
     # -- weights -----------------------------------------------------------------------
     def count_params(self) -> int:
@@ -230,6 +316,58 @@ class Layer(nnx.Module):
         if not jnp.issubdtype(x.dtype, jnp.floating):
             return x.astype(jnp.float32)
         return x
+
+
+class _RandomContext(threading.local):
+    def __init__(self):
+        self.stack: list = []
+        self.build_rngs: list = []
+
+
+_RANDOM = _RandomContext()
+
+
+@contextlib.contextmanager
+def random_context(key: Any, module: nnx.Module):
+    """Lets the random layers of ``module`` called without ``rngs=`` draw from ``key``.
+
+    A layer's key is ``fold_in(key, i)`` with ``i`` its position among the
+    phalanx layers of ``module`` (graph order), so two dropouts differ and a
+    rerun draws the same numbers. ``key`` may also be an ``nnx.Rngs``.
+    """
+    positions = {}
+    for _, node in nnx.iter_graph(module):
+        if isinstance(node, Layer) and id(node) not in positions:
+            positions[id(node)] = len(positions)
+    _RANDOM.stack.append((key, positions))
+    try:
+        yield
+    finally:
+        _RANDOM.stack.pop()
+
+
+@contextlib.contextmanager
+def build_context(rngs: nnx.Rngs):
+    """Layers built by a call inside this block draw their initial weights from ``rngs``.
+
+    One shared stream, so two layers of the same shape start from different
+    weights (a subclassed model's layers are built by its first call).
+    """
+    _RANDOM.build_rngs.append(rngs)
+    try:
+        yield
+    finally:
+        _RANDOM.build_rngs.pop()
+
+
+def context_key(layer: Layer) -> Any:
+    """The key a layer called without ``rngs=`` uses in the current random context, or None."""
+    if not _RANDOM.stack:
+        return None
+    key, positions = _RANDOM.stack[-1]
+    if key is None or isinstance(key, nnx.Rngs):
+        return key
+    return jax.random.fold_in(key, positions.get(id(layer), len(positions)))
 
 
 def count_params(module: nnx.Module, variable_type: Any = nnx.Param) -> int:

@@ -36,21 +36,32 @@ import numpy as np
 
 from ..distribute import Strategy, get_strategy
 from ..errors import LabelOutOfRangeError, MissingTargetsError, ScopeError
-from . import _adapter, _checkpointing, _loop, _step, _weights
+from . import _adapter, _checkpointing, _introspection, _loop, _step, _subclassed, _weights
 from ._compile import CompileConfig, resolve_compile
+from ._introspection import ModelIntrospection, trainable_filter
 
 log = logging.getLogger("phalanx")
 
 
-class Model:
+class Model(ModelIntrospection):
     """A trainable model: a flax.nnx module plus Keras's training API.
+
+    Three ways to make one, as Keras: ``Model(inputs, outputs)`` over
+    symbolic tensors from ``phalanx.Input`` (functional,
+    :mod:`phalanx.train._functional`); a subclass with layers made in
+    ``__init__`` and a ``call(inputs, training=False)`` (subclassed,
+    :mod:`phalanx.train._subclassed`); ``Sequential``. It also wraps any
+    ``flax.nnx.Module``.
 
     Args:
       module: any ``flax.nnx.Module`` (your own subclass included) whose
         ``__call__`` maps a batch of inputs to outputs. It may accept
         ``training=``, ``return_logits=`` and ``rngs=`` keywords; phalanx passes
-        the ones it accepts.
+        the ones it accepts. Or, functional: the model's inputs
+        (``phalanx.Input`` tensors: one, a list or a dict).
+      outputs: functional models only: the output tensors (one, a list or a dict).
       name: the model's name, for ``summary()``.
+      inputs: the functional model's inputs, by keyword (``Model(inputs=..., outputs=...)``).
 
     Example:
       >>> import flax.nnx as nnx, numpy as np
@@ -62,7 +73,17 @@ class Model:
       1
     """
 
-    def __init__(self, module: nnx.Module | None = None, *, name: str | None = None):
+    def __init__(
+        self,
+        module: nnx.Module | None = None,
+        outputs: Any = None,
+        *,
+        name: str | None = None,
+        inputs: Any = None,
+    ):
+        from . import _functional
+
+        module = _functional.as_module(module, inputs, outputs, name)
         if module is not None and not isinstance(module, nnx.Module):
             raise TypeError(
                 f"Model wraps a flax.nnx.Module, got {type(module).__name__}. Subclass "
@@ -84,6 +105,8 @@ class Model:
         self.stop_training = False
         self.history = None
         self.optimizer = None
+        if module is not None:
+            _introspection.claim(self, module)
 
     # -- building -----------------------------------------------------------
 
@@ -107,13 +130,22 @@ class Model:
         return getattr(self._module, "built", True)
 
     def build(self, input_shape: Sequence[int | None]) -> None:
-        """Creates the weights for inputs of ``input_shape`` (per example, no batch axis)."""
-        builder = getattr(self._module, "build", None)
+        """Creates the weights for inputs of ``input_shape`` (per example, no batch axis).
+
+        Several inputs: a list or dict of shapes, as the model's inputs.
+        """
+        _subclassed.ensure_module(self)
+        builder = getattr(self._module, "_phalanx_build", None) or getattr(
+            self._module, "build", None
+        )
         if callable(builder) and not self._is_module_built():
-            builder(tuple(input_shape))
+            builder(input_shape if isinstance(input_shape, dict | list) else tuple(input_shape))
 
     def _ensure_built(self, x_example: Any) -> None:
         if self.built:
+            return
+        if _subclassed.is_subclassed(self):  # Keras: built by calling it on the batch
+            _subclassed.build_from_batch(self, jax.tree.map(jnp.asarray, x_example))
             return
         shape = tuple(np.shape(jax.tree.leaves(x_example)[0]))[1:]
         self.build(shape)
@@ -123,7 +155,7 @@ class Model:
         self._ensure_built(x)
         module = self.module
         kwargs = {"training": training} if _step.module_call_style(module)["takes_training"] else {}
-        return module(jnp.asarray(x), **kwargs)
+        return module(jax.tree.map(jnp.asarray, x), **kwargs)
 
     # -- compile ------------------------------------------------------------
 
@@ -236,12 +268,13 @@ class Model:
         config = self._require_compiled("fit")
         module = self._module
         style = _step.module_call_style(module)
+        trainable = trainable_filter(module)  # nnx.Param, less the frozen layers' weights
         if style["takes_training"]:  # the mode is an argument: one graph serves both
-            train_graphdef, params, rest = nnx.split(module, nnx.Param, ...)
+            train_graphdef, params, rest = nnx.split(module, trainable, ...)
             eval_graphdef = train_graphdef
         else:  # nnx's own modules keep the mode in attributes (Dropout.deterministic ...)
             module.train()
-            train_graphdef, params, rest = nnx.split(module, nnx.Param, ...)
+            train_graphdef, params, rest = nnx.split(module, trainable, ...)
             module.eval()
             eval_graphdef = nnx.graphdef(module)
         self._step_config = _step.StepConfig(
@@ -251,6 +284,7 @@ class Model:
             metrics=tuple(config.metrics),
             optimizer=config.tx,
             compute_dtype=_compute_dtype(self._strategy),
+            trainable=trainable,
             **style,
         )
         state = _step.TrainState(
@@ -721,8 +755,9 @@ class Model:
     def _load_state(self, state) -> None:
         nnx.update(self._module, state)
         if self._state is not None:
-            params = nnx.state(self._module, nnx.Param)
-            rest = nnx.state(self._module, nnx.Not(nnx.Param))
+            trainable = self._step_config.trainable
+            params = nnx.state(self._module, trainable)
+            rest = nnx.state(self._module, nnx.Not(trainable))
             self._state = self._state._replace(
                 params=self._strategy.replicate(params), rest=self._strategy.replicate(rest)
             )

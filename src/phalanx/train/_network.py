@@ -110,6 +110,10 @@ class Sequential(nnx.Module):
           TypeError: ``layer`` is not a phalanx layer.
           ValueError: a second ``Input``, or a name already taken.
         """
+        from ._symbolic import is_symbolic
+
+        if is_symbolic(layer) and isinstance(layer.node.layer, InputLayer):
+            layer = layer.node.layer  # Input(shape=...): a symbolic tensor, as in Keras
         if isinstance(layer, InputLayer):
             if len(self.layers) or self.input_shape is not None:
                 raise ValueError(

@@ -98,6 +98,7 @@ class StepConfig:
     returns_logits: bool
     takes_rngs: bool
     compute_dtype: Any = None  # e.g. jnp.bfloat16: forward/backward dtype (TPUStrategy)
+    trainable: Any = nnx.Param  # the filter of trained weights (frozen layers' are not)
 
 
 def module_call_style(module: nnx.Module) -> dict[str, bool]:
@@ -144,7 +145,7 @@ def _call(config: StepConfig, graphdef, params, rest, x, *, training: bool, key=
         y_pred, logits = module(x, return_logits=True, **kwargs)
     else:
         y_pred, logits = module(x, **kwargs), None
-    new_rest = nnx.state(module, nnx.Not(nnx.Param))
+    new_rest = nnx.state(module, nnx.Not(config.trainable))
     return y_pred, logits, new_rest
 
 

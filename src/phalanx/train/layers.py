@@ -19,11 +19,21 @@ from ._core_layers import Input as Input
 from ._core_layers import InputLayer as InputLayer
 from ._core_layers import Reshape as Reshape
 from ._layer import Layer as Layer
+from ._merge_layers import Add as Add
+from ._merge_layers import Average as Average
+from ._merge_layers import Concatenate as Concatenate
+from ._merge_layers import Maximum as Maximum
+from ._merge_layers import Minimum as Minimum
+from ._merge_layers import Multiply as Multiply
+from ._merge_layers import Subtract as Subtract
 from ._normalization_layers import BatchNormalization as BatchNormalization
 from ._normalization_layers import LayerNormalization as LayerNormalization
 
 __all__ = [
     "Activation",
+    "Add",
+    "Average",
+    "Concatenate",
     "AveragePooling2D",
     "BatchNormalization",
     "Conv2D",
@@ -37,6 +47,10 @@ __all__ = [
     "Layer",
     "LayerNormalization",
     "MaxPooling2D",
+    "Maximum",
+    "Minimum",
+    "Multiply",
     "Reshape",
+    "Subtract",
     "get_activation",
 ]

@@ -1,0 +1,137 @@
+"""``compile`` for models with several outputs: a loss and metrics per output, as Keras.
+
+``compile(loss=[l1, l2])`` (outputs a list) or ``loss={"a": l1, "b": l2}``
+(outputs a dict) gives each output its loss; the training loss of an example
+is their sum, weighted by ``loss_weights`` when given (Keras's rule). The
+targets ``y`` then have the outputs' structure (a list or a dict of arrays).
+
+Metrics: ``metrics={"a": ["accuracy"]}`` or ``[["accuracy"], []]`` give each
+output its own; a flat list applies every metric to every output. A metric of
+output ``k`` logs as ``"{k}_{name}"`` (dict outputs) or ``"output_{i}_{name}"``
+(list outputs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax.numpy as jnp
+
+from . import losses as _losses
+from . import metrics as _metrics
+
+
+def _keys(structure: Any) -> list:
+    return list(structure) if isinstance(structure, dict) else list(range(len(structure)))
+
+
+def _label(key: Any) -> str:
+    return str(key) if isinstance(key, str) else f"output_{key}"
+
+
+class MultiOutputLoss:
+    """Per-output losses summed into one per-example loss.
+
+    Args:
+      losses: a list (outputs a list) or dict (outputs a dict) of loss identifiers.
+      loss_weights: the same structure (or None: all 1).
+    """
+
+    accuracy_kind = None
+
+    def __init__(self, losses: Sequence[Any] | dict, loss_weights: Any = None):
+        self.keys = _keys(losses)
+        self.losses = {k: _losses.get(losses[k]) for k in self.keys}
+        if loss_weights is None:
+            self.weights = {k: 1.0 for k in self.keys}
+        else:
+            if _keys(loss_weights) != self.keys:
+                raise ValueError(
+                    f"loss_weights must have the structure of loss ({self.keys}), got "
+                    f"{loss_weights!r}."
+                )
+            self.weights = {k: float(loss_weights[k]) for k in self.keys}
+        self.name = "loss"
+
+    def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None, *, logits=None):
+        """The weighted sum over outputs of each example's loss, ``[batch]``."""
+        _check_structure(y_true, y_pred, self.keys)
+        total = 0.0
+        for k in self.keys:
+            loss = self.losses[k]
+            if loss is None:
+                continue
+            value = loss.per_example(y_true[k], y_pred[k], sample_weight)
+            total = total + self.weights[k] * value
+        return jnp.asarray(total)
+
+    def __repr__(self) -> str:
+        return f"MultiOutputLoss({self.losses!r})"
+
+
+def _check_structure(y_true: Any, y_pred: Any, keys: list) -> None:
+    for what, value in (("targets", y_true), ("outputs", y_pred)):
+        if not isinstance(value, list | tuple | dict) or _keys(value) != keys:
+            raise ValueError(
+                f"A loss per output was compiled for outputs {keys}, but the {what} are "
+                f"{type(value).__name__}"
+                + (f" with keys {_keys(value)}" if isinstance(value, list | tuple | dict) else "")
+                + ". Give y the structure of the model's outputs (a list or a dict of arrays)."
+            )
+
+
+class OutputMetric:
+    """A metric of one output of a multi-output model (logged as ``"{output}_{name}"``)."""
+
+    def __init__(self, metric: Any, key: Any):
+        self.metric = metric
+        self.key = key
+        self.name = f"{_label(key)}_{metric.name}"
+
+    def init(self):
+        """The wrapped metric's fresh state."""
+        return self.metric.init()
+
+    def update(self, state, y_true, y_pred, sample_weight=None):
+        """Updates with output ``key``'s targets and predictions."""
+        return self.metric.update(state, y_true[self.key], y_pred[self.key], sample_weight)
+
+    def result(self, state):
+        """The wrapped metric's result."""
+        return self.metric.result(state)
+
+
+def is_multi(loss: Any) -> bool:
+    """True for a list/tuple/dict of losses (one per output)."""
+    return isinstance(loss, list | tuple | dict)
+
+
+def resolve(loss: Any, metrics: Any, loss_weights: Any = None) -> tuple[Any, tuple]:
+    """``(loss, metrics)`` for a multi-output ``compile`` (``loss`` a list or dict).
+
+    Raises:
+      ValueError: metrics of another structure than the losses.
+    """
+    multi = MultiOutputLoss(loss, loss_weights)
+    resolved = []
+    if metrics is None:
+        metrics = []
+    if isinstance(metrics, dict):
+        per_output = {k: list(metrics.get(k, []) or []) for k in multi.keys}
+        unknown = [k for k in metrics if k not in multi.keys]
+        if unknown:
+            raise ValueError(f"metrics names outputs {unknown}; the outputs are {multi.keys}.")
+    elif metrics and all(isinstance(m, list | tuple) for m in metrics):
+        if len(metrics) != len(multi.keys):
+            raise ValueError(
+                f"metrics has {len(metrics)} lists for {len(multi.keys)} outputs; give one "
+                "list per output."
+            )
+        per_output = dict(zip(multi.keys, (list(m) for m in metrics), strict=True))
+    else:
+        per_output = {k: list(metrics) for k in multi.keys}
+    for k in multi.keys:
+        for m in per_output[k]:
+            resolved.append(OutputMetric(_metrics.get(m, loss=multi.losses[k]), k))
+    return multi, tuple(resolved)
