@@ -7,8 +7,10 @@ logs a recording callback saw.
 
 import glob
 import os
+from types import SimpleNamespace
 
 import pytest
+import tensorboardX.event_file_writer
 from real_fit import LEARNING_RATE, X, Y, build_model, fit
 from tb_events import read_events, read_scalars
 
@@ -35,6 +37,7 @@ class BatchLogs(Callback):
 
 
 def test_epoch_scalars_in_keras_layout(model, tmp_path):
+    start = model.optimizer.iterations  # the shared model may have trained before
     history = fit(model, [TensorBoard(log_dir=str(tmp_path))], epochs=3, validation=True)
     assert sorted(os.listdir(tmp_path)) == ["train", "validation"]
     train = read_scalars(str(tmp_path / "train"))
@@ -52,8 +55,8 @@ def test_epoch_scalars_in_keras_layout(model, tmp_path):
     assert [v for _, v in val["epoch_loss"]] == pytest.approx(history.history["val_loss"])
     assert [v for _, v in val["epoch_accuracy"]] == pytest.approx(history.history["val_accuracy"])
     assert [v for _, v in train["epoch_learning_rate"]] == pytest.approx([0.1] * 3)
-    # Validation results against the training steps done (4 per epoch).
-    assert [s for s, _ in val["evaluation_loss_vs_iterations"]] == [4, 8, 12]
+    # Validation results against the optimizer's iterations (4 steps per epoch).
+    assert [s - start for s, _ in val["evaluation_loss_vs_iterations"]] == [4, 8, 12]
 
 
 def test_no_batch_scalars_with_epoch_updates(model, tmp_path):
@@ -146,8 +149,9 @@ def test_only_process_0_writes(model, tmp_path, as_process):
     assert not os.path.exists(tmp_path / "logs")
 
 
-def test_standalone_evaluate_closes_its_file(model, tmp_path):
+def test_standalone_evaluate_closes_its_file(tmp_path):
     board = TensorBoard(log_dir=str(tmp_path))
+    model = build_model()  # never trained: 0 iterations
     result = model.evaluate(X, Y, batch_size=8, callbacks=[board], verbose=0, return_dict=True)
     assert board._writers == {}
     scalars = read_scalars(str(tmp_path / "validation"))
@@ -155,6 +159,38 @@ def test_standalone_evaluate_closes_its_file(model, tmp_path):
         "evaluation_loss_vs_iterations": [(0, pytest.approx(result["loss"]))],
         "evaluation_accuracy_vs_iterations": [(0, pytest.approx(result["accuracy"]))],
     }
+
+
+def test_evaluation_is_written_at_the_optimizers_iterations(model, tmp_path):
+    """As Keras 3: ``step=model.optimizer.iterations``, across fit calls and after them."""
+    start = model.optimizer.iterations  # the shared model may have trained before
+    board = TensorBoard(log_dir=str(tmp_path / "fit"))
+    fit(model, [board], validation=True)
+    fit(model, [board], validation=True)  # a second fit goes on from 4 steps more
+    fitted = read_scalars(str(tmp_path / "fit" / "validation"))["evaluation_loss_vs_iterations"]
+    assert [s - start for s, _ in fitted] == [4, 8]
+    later = TensorBoard(log_dir=str(tmp_path / "evaluate"))
+    model.evaluate(X, Y, batch_size=8, callbacks=[later], verbose=0)
+    scalars = read_scalars(str(tmp_path / "evaluate" / "validation"))
+    assert [s - start for s, _ in scalars["evaluation_loss_vs_iterations"]] == [8]
+
+
+def test_writers_opened_in_the_same_second_keep_their_own_files(model, tmp_path, monkeypatch):
+    """tensorboardX names a file by the second and the host: ``fit`` then ``evaluate`` with one
+    board, in the same second (the clock tensorboardX reads is frozen), write two files."""
+    frozen = SimpleNamespace(time=lambda: 1_796_000_000.0)
+    monkeypatch.setattr(tensorboardX.event_file_writer, "time", frozen)
+    start = model.optimizer.iterations
+    board = TensorBoard(log_dir=str(tmp_path))
+    history = fit(model, [board], validation=True)
+    result = model.evaluate(X, Y, batch_size=8, callbacks=[board], verbose=0, return_dict=True)
+    assert len(glob.glob(str(tmp_path / "validation" / "events.out.tfevents.*"))) == 2
+    val = read_scalars(str(tmp_path / "validation"))
+    assert [v for _, v in val["epoch_loss"]] == pytest.approx(history.history["val_loss"])
+    written = sorted((s - start, v) for s, v in val["evaluation_loss_vs_iterations"])
+    assert written == pytest.approx(
+        sorted([(4, history.history["val_loss"][0]), (4, result["loss"])])
+    )
 
 
 @pytest.mark.parametrize(

@@ -5,10 +5,17 @@ to a local temporary folder by tensorboardX and uploaded by ``phalanx.io``
 (``StagedDir``) at every epoch end and when the writers close, rather than
 through tensorboardX's own remote writers, which know only ``s3://`` and
 ``gs://``, each with its own client library and credentials.
+
+Every writer gets a file of its own: tensorboardX names event files by the
+second and the host only, so a second writer opened in the same second (a
+``fit`` then an ``evaluate`` with one board) would overwrite the first's
+file; phalanx adds the process id and a counter to the name, as TensorFlow
+does.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from typing import Any
@@ -21,6 +28,8 @@ from . import _process
 from ._callback import Callback, Logs
 from ._learning_rate import try_learning_rate
 from ._step_counter import StepCounter
+
+_writer_ids = itertools.count(1)  # event files of one process: one name each
 
 
 def _check_update_freq(update_freq: Any) -> str | int:
@@ -61,7 +70,8 @@ class TensorBoard(Callback):
     reaches or passes a multiple of ``N``, at step = that total; with
     ``steps_per_execution`` this is checked once per execution. After each
     validation or ``evaluate`` run, ``evaluation_<name>_vs_iterations``
-    goes to ``validation`` at step = training steps done.
+    goes to ``validation`` at step = ``model.optimizer.iterations`` (the
+    model's training steps so far, across ``fit`` calls, as Keras).
 
     Args:
         log_dir: The directory of the event files: a local path or a URL
@@ -135,7 +145,10 @@ class TensorBoard(Callback):
         if name not in self._writers:
             from tensorboardX import SummaryWriter
 
-            self._writers[name] = SummaryWriter(os.path.join(self._local_log_dir(), name))
+            self._writers[name] = SummaryWriter(
+                os.path.join(self._local_log_dir(), name),
+                filename_suffix=f".{os.getpid()}.{next(_writer_ids)}",
+            )
         return self._writers[name]
 
     def _local_log_dir(self) -> str:
@@ -228,16 +241,24 @@ class TensorBoard(Callback):
         self._upload()
 
     def on_test_end(self, logs: Logs | None = None) -> None:
-        """Writes ``evaluation_<name>_vs_iterations`` at the training steps done."""
+        """Writes ``evaluation_<name>_vs_iterations`` at ``model.optimizer.iterations``."""
         self._scalars(
             "validation",
             logs or {},
-            self._steps.total,
+            self._iterations(),
             prefix="evaluation_",
             suffix="_vs_iterations",
         )
         if not self._in_fit:
             self._close_writers()
+
+    def _iterations(self) -> int:
+        """The optimizer's steps so far, as Keras; the steps this board counted without one."""
+        iterations = getattr(getattr(self.model, "optimizer", None), "iterations", None)
+        try:
+            return int(iterations)
+        except (TypeError, ValueError):
+            return self._steps.total
 
     def _histograms(self, epoch: int) -> None:
         weights = self.model.get_weights()  # on every process: gathering may need them all
