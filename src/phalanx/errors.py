@@ -113,14 +113,28 @@ class LabelOutOfRangeError(PhalanxError, ValueError):
     """A sparse label is not a class index in ``[0, classes)`` (TensorFlow raises too)."""
 
     @classmethod
-    def of(cls, value: int, classes: int, batch: int, count: int, loss: str):
-        """The error for ``count`` labels out of range, the first seen ``value`` at ``batch``.
+    def of(cls, value: float, classes: int, batch: int, count: int, loss: str):
+        """The error for ``count`` bad labels, the first seen ``value`` at ``batch``.
+
+        A label that is not a whole number (``0.5``, NaN) is no class index either.
 
         Example:
           >>> print(LabelOutOfRangeError.of(-1, 4, 3, 1, "sparse_categorical_crossentropy"))
           Received a label value of -1 which is outside the valid range of [0, 4) (sparse_categorical_crossentropy), at batch 3 (1 label out of range from there). Labels are class indices 0..3: remap them (e.g. y - 1 for labels from 1), or give the last layer as many units as classes.
+          >>> print(LabelOutOfRangeError.of(0.5, 4, 0, 2, "sparse_categorical_crossentropy"))
+          Received a label value of 0.5, which is not a class index (a whole number in [0, 4)) (sparse_categorical_crossentropy), at batch 0 (2 such labels from there). Sparse losses take integer labels; whole-number floats (1.0) are accepted. For soft or one-hot targets use categorical_crossentropy; else round or cast them (y.astype(np.int32)) on purpose.
         """
         labels = "label" if count == 1 else "labels"
+        if not float(value).is_integer():
+            return cls(
+                f"Received a label value of {value:g}, which is not a class index (a whole "
+                f"number in [0, {classes})) ({loss}), at batch {batch} ({count} such {labels} "
+                "from there). Sparse losses take integer labels; whole-number "
+                "floats (1.0) are accepted. For soft or one-hot targets use "
+                "categorical_crossentropy; else round or cast them (y.astype(np.int32)) on "
+                "purpose."
+            )
+        value = int(value)
         return cls(
             f"Received a label value of {value} which is outside the valid range of "
             f"[0, {classes}) ({loss}), at batch {batch} ({count} {labels} out of range from "
@@ -131,6 +145,33 @@ class LabelOutOfRangeError(PhalanxError, ValueError):
 
 class LearningRateError(PhalanxError, TypeError):
     """An optimizer state's learning rate cannot be read or set (no injected rate, or a schedule)."""
+
+
+class LearningRateValueError(PhalanxError, ValueError):
+    """A learning rate, or a schedule's rate at a step the run takes, is NaN or infinite."""
+
+    @classmethod
+    def of(cls, schedule: str, step: int, value: float, first: int, end: int):
+        """The error for ``schedule`` giving ``value`` at ``step`` of the steps ``[first, end)``.
+
+        Example:
+          >>> print(LearningRateValueError.of("warmup", 3, float("nan"), 0, 100))
+          The learning-rate schedule warmup gave nan at step 3 (optimizer.iterations; this fit takes steps 0..99). Every weight would turn NaN from that step on. Fix the schedule there (a division by zero, a log of 0, an overflow) before training.
+        """
+        return cls(
+            f"The learning-rate schedule {schedule} gave {value} at step {step} "
+            f"(optimizer.iterations; this fit takes steps {first}..{end - 1}). Every weight "
+            "would turn NaN from that step on. Fix the schedule there (a division by zero, a "
+            "log of 0, an overflow) before training."
+        )
+
+
+class FitInputError(PhalanxError, ValueError, TypeError):
+    """``fit``/``evaluate``/``predict`` got x, y or sample_weight no adapter can take.
+
+    A string, a Python list of rows, arrays of strings or objects, or arrays with
+    different numbers of examples; the message names the argument and what to pass.
+    """
 
 
 # --- phalanx.data ---------------------------------------------------------

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
+from ..errors import WeightsFileError
 from . import _process
 from ._callback import Logs
 from ._monitor import MonitorCallback
@@ -96,7 +98,8 @@ class ModelCheckpoint(MonitorCallback):
         self._current_epoch = 0
 
     def on_train_begin(self, logs: Logs | None = None) -> None:
-        """Resets the step count and the best value."""
+        """Resets the step count and the best value; refuses a folder that is a file."""
+        _check_folders(self.filepath.split("{")[0] + "_", self.filepath)
         self._steps.reset()
         self._warned_missing = False
         self._direction = None
@@ -130,6 +133,7 @@ class ModelCheckpoint(MonitorCallback):
             _process.print_msg(f"Epoch {epoch + 1}: saving model to {filepath}")
         dirname = os.path.dirname(filepath)
         if dirname and _process.is_chief():
+            _check_folders(filepath, filepath)
             os.makedirs(dirname, exist_ok=True)
         if self.save_weights_only:
             self.model.save_weights(filepath)
@@ -170,3 +174,13 @@ class ModelCheckpoint(MonitorCallback):
                 f"ModelCheckpoint: filepath {self.filepath!r} names {error}, which is not in the "
                 f"logs. Available: {', '.join(sorted(fields))}."
             ) from None
+
+
+def _check_folders(path: str, filepath: str) -> None:
+    """Raises ``WeightsFileError`` when a folder of ``path`` exists as a file (before training)."""
+    for parent in reversed(Path(path).parents):
+        if parent.exists() and not parent.is_dir():
+            raise WeightsFileError(
+                f"ModelCheckpoint cannot write {filepath!r}: {str(parent)!r} is a file, not a "
+                "folder. Choose another filepath, or move that file away."
+            )

@@ -14,13 +14,14 @@ transformation, on chains containing one, and on a whole train state.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import optax
 
-from ..errors import LearningRateError
+from ..errors import LearningRateError, LearningRateValueError
 
 _INJECTED = (optax.InjectStatefulHyperparamsState, optax.InjectHyperparamsState)
 _KEY = "learning_rate"
@@ -68,6 +69,14 @@ def get_learning_rate(opt_state: Any) -> float | jax.Array | None:
     return float(jax.device_get(value))
 
 
+def schedule_count(opt_state: Any) -> jax.Array | None:
+    """The step count a schedule is evaluated at by the next update; None without one."""
+    for state in _injected_states(opt_state):
+        if _is_schedule(state):
+            return state.count
+    return None
+
+
 def learning_rate_is_schedule(opt_state: Any) -> bool:
     """True when the state's learning rate comes from a schedule (read-only)."""
     return any(_is_schedule(s) for s in _injected_states(opt_state))
@@ -99,6 +108,7 @@ def set_learning_rate(opt_state: Any, value: float) -> Any:
     Raises:
       LearningRateError: the state holds no injected learning rate, or its rate
         comes from a schedule.
+      LearningRateValueError: ``value`` is NaN or infinite (every weight would be).
 
     Example:
       >>> import jax.numpy as jnp
@@ -107,6 +117,12 @@ def set_learning_rate(opt_state: Any, value: float) -> Any:
       >>> round(get_learning_rate(set_learning_rate(state, 0.5)), 6)
       0.5
     """
+    if not isinstance(value, jax.core.Tracer) and not math.isfinite(float(value)):
+        raise LearningRateValueError(
+            f"A learning rate must be a finite number; got {float(value)} (every weight would "
+            "turn NaN at the next step). If a callback computed it (LearningRateScheduler's "
+            "schedule, ReduceLROnPlateau), fix what it computes for this epoch."
+        )
     states = _injected_states(opt_state)
     if not states:
         raise LearningRateError(

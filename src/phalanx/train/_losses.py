@@ -337,13 +337,18 @@ class SparseCategoricalCrossentropy(Loss):
         return sparse_categorical_crossentropy(y_true, y_pred, self.from_logits, logits=logits)
 
     def out_of_range(self, y_true, y_pred):
-        """Labels ``[batch, k]`` and whether each is outside ``[0, classes)`` (traced).
+        """Labels ``[batch, k]`` and whether each is not a class index in ``[0, classes)`` (traced).
 
         The step reduces these into a flag checked when the logs are fetched,
         since a label ``-1`` would read the last class and one ``>= classes`` NaN.
+        Float labels must be whole numbers (``1.0`` is class 1, as in Keras);
+        ``0.5`` or NaN would be truncated to a class silently.
         """
         labels = jnp.reshape(y_true, (y_true.shape[0], -1))
-        return labels, (labels < 0) | (labels >= y_pred.shape[-1])
+        bad = (labels < 0) | (labels >= y_pred.shape[-1])
+        if jnp.issubdtype(labels.dtype, jnp.floating):
+            bad = bad | (labels != jnp.floor(labels))  # NaN too: NaN != NaN
+        return labels, bad
 
     def check_shapes(self, y_true_shape, y_pred_shape):
         t, p = tuple(y_true_shape), tuple(y_pred_shape)

@@ -39,6 +39,7 @@ from ..errors import LabelOutOfRangeError, MissingTargetsError, ScopeError
 from . import _adapter, _checkpointing, _introspection, _loop, _step, _subclassed, _weights
 from ._compile import CompileConfig, resolve_compile
 from ._introspection import ModelIntrospection, trainable_filter
+from ._validate import check_inputs, check_learning_rate
 
 log = logging.getLogger("phalanx")
 
@@ -376,6 +377,7 @@ class Model(ModelIntrospection):
         self._require_compiled("fit")
         _check_not_a_function(x, "fit")
         _check_not_a_function(validation_data, "fit", "validation_data=")
+        check_inputs(x, y, sample_weight, where="fit", validation_data=validation_data)
         _check_positive_int(epochs, "epochs")
         _check_positive_int(validation_freq, "validation_freq")
         if validation_split and validation_data is None:
@@ -391,6 +393,7 @@ class Model(ModelIntrospection):
             shuffle=shuffle,
             class_weight=class_weight,
         )
+        check_learning_rate(self, train, epochs - initial_epoch)
         val = None
         if validation_data is not None:
             vx, vy, vsw = _adapter.split_batch(_as_tuple(validation_data))
@@ -547,7 +550,7 @@ class Model(ModelIntrospection):
         """Raises ``LabelOutOfRangeError`` when the step saw labels outside the loss's range."""
         _, count, low, high, step, classes = (float(v) for v in check)
         if count > 0:
-            value = int(low) if low < 0 else int(high)
+            value = low if low < 0 else high  # not a whole number: said so (float labels)
             name = getattr(self._step_config.loss, "name", "the loss")
             raise LabelOutOfRangeError.of(value, int(classes), int(step), int(count), name)
 
@@ -579,6 +582,7 @@ class Model(ModelIntrospection):
         """
         self._require_compiled("evaluate")
         _check_not_a_function(x, "evaluate")
+        check_inputs(x, y, sample_weight, where="evaluate")
         adapter = self._adapter(
             x,
             y,
@@ -617,6 +621,7 @@ class Model(ModelIntrospection):
         if self._config is None:
             self.compile(optimizer="sgd", loss=None)
         _check_not_a_function(x, "predict")
+        check_inputs(x, where="predict")
         adapter = self._adapter(
             x, None, None, batch_size=batch_size, steps=steps, shuffle=False, class_weight=None
         )

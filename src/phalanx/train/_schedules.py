@@ -4,16 +4,29 @@ A schedule is evaluated by ``optax.inject_hyperparams`` at the optimizer's
 update count before each update (0 for the first), as Keras evaluates it at
 ``optimizer.iterations``. Any callable ``step -> lr`` (an optax schedule
 included) works the same way.
+
+``check_finite`` evaluates a schedule on the host over the steps a ``fit``
+will take (vectorized, once per ``fit``), so a schedule that gives NaN or
+infinity at some step is refused, naming the schedule and the step, before it
+silently turns every weight into NaN.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+
+from ..errors import LearningRateValueError
+
+#: Steps evaluated per call when checking a schedule (``check_finite``); a power of two so
+#: that fits of different lengths share a few compiled shapes.
+_CHECK_BLOCK = 1 << 16
 
 
 class LearningRateSchedule:
@@ -171,3 +184,49 @@ class InverseTimeDecay(LearningRateSchedule):
         if self.staircase:
             p = jnp.floor(p)
         return jnp.float32(self.initial_learning_rate) / (1.0 + self.decay_rate * p)
+
+
+def check_finite(schedule: Callable[[Any], Any], first: int, steps: int) -> None:
+    """Raises unless ``schedule(step)`` is a finite number for every step in ``[first, first + steps)``.
+
+    The schedule is evaluated with ``jax.vmap`` over blocks of ``_CHECK_BLOCK``
+    steps (a million steps: 16 calls). One that cannot be vectorized is left
+    to the optimizer, which traces it anyway.
+
+    Raises:
+      LearningRateValueError: the first step whose rate is NaN or infinite.
+
+    Example:
+      >>> check_finite(ExponentialDecay(0.1, 10, 0.5), 0, 1000)
+      >>> check_finite(lambda step: 1.0 / (step - 3), 0, 10)
+      Traceback (most recent call last):
+      ...
+      phalanx.errors.LearningRateValueError: The learning-rate schedule <lambda> gave inf at step 3 ...
+    """
+    if steps <= 0:
+        return
+    evaluate = _vectorized(schedule)
+    for start in range(first, first + steps, _CHECK_BLOCK):
+        block = np.arange(start, start + _CHECK_BLOCK, dtype=np.int32)
+        try:
+            rates = np.asarray(evaluate(block))
+        except Exception:  # not vectorizable (or not a step -> rate function): not ours to judge
+            return
+        count = min(_CHECK_BLOCK, first + steps - start)
+        bad = np.flatnonzero(~np.isfinite(rates[:count]))
+        if bad.size:
+            raise LearningRateValueError.of(
+                _describe(schedule), int(block[bad[0]]), float(rates[bad[0]]), first, first + steps
+            )
+
+
+@functools.lru_cache(maxsize=8)
+def _vectorized(schedule: Callable[[Any], Any]) -> Callable[[np.ndarray], jax.Array]:
+    """``schedule`` over a block of steps, compiled once per schedule (repeated ``fit`` calls)."""
+    return jax.jit(jax.vmap(lambda step: jnp.asarray(schedule(step), jnp.float32)))
+
+
+def _describe(schedule: Any) -> str:
+    if isinstance(schedule, LearningRateSchedule):
+        return repr(schedule)
+    return getattr(schedule, "__qualname__", None) or repr(schedule)
