@@ -247,14 +247,15 @@ class Layer(nnx.Module):
         if _symbolic.any_symbolic((x, args, kwargs)):
             return _symbolic.call_symbolic(self, x, args, kwargs, training=training)
         if not self.built:
-            if any(_is_traced(a) for a in jax.tree.leaves(x)):
+            weightless = type(self)._build is Layer._build  # safe to build under a trace
+            if not weightless and any(_is_traced(a) for a in jax.tree.leaves(x)):
                 raise NotBuiltError(
                     f"Layer '{self.name or snake_case(type(self).__name__)}' "
                     f"({type(self).__name__}) is not built and was called inside a jitted "
                     "function. Call layer.build(input_shape) (or the network's build) "
                     "before jit."
                 )
-            x = jax.tree.map(jnp.asarray, x)
+            x = jax.tree.map(lambda a: a if _is_traced(a) else jnp.asarray(a), x)
             self.build(
                 self._input_shape_of(x), _RANDOM.build_rngs[-1] if _RANDOM.build_rngs else None
             )
