@@ -79,8 +79,8 @@ class CheckpointManager:
     def __init__(
         self,
         directory: Any,
-        max_to_keep: int | None = 5,
-        *,
+        max_to_keep: Any = 5,
+        *tf_order: Any,
         checkpoint: Checkpoint | None = None,
         keep_every_n_steps: int | None = None,
         save_interval_steps: int | None = None,
@@ -89,7 +89,18 @@ class CheckpointManager:
         init_fn: Callable[[], Any] | None = None,
     ):
         if isinstance(directory, Checkpoint):  # TensorFlow's order: (checkpoint, directory, n)
-            directory, max_to_keep, checkpoint = max_to_keep, 5, directory
+            if len(tf_order) > 1:
+                raise CheckpointError(
+                    "CheckpointManager(checkpoint, directory, max_to_keep) takes 3 positional "
+                    f"arguments, got {2 + len(tf_order)}; pass the others by keyword."
+                )
+            directory, checkpoint = max_to_keep, directory
+            max_to_keep = tf_order[0] if tf_order else 5
+        elif tf_order:
+            raise CheckpointError(
+                "CheckpointManager(directory, max_to_keep, checkpoint=...) takes 2 positional "
+                f"arguments, got {2 + len(tf_order)}; pass checkpoint= by keyword."
+            )
         if not isinstance(checkpoint, Checkpoint):
             raise CheckpointError(
                 "CheckpointManager needs checkpoint=Checkpoint(...) (what to save), got "
