@@ -62,7 +62,7 @@ from jax.sharding import PartitionSpec as P
 from ..data import _fast_path as fp
 from ..data import _structure as st
 from ..data._prefetch import background
-from ..distribute._placement import host_array, put
+from ..distribute._placement import host_array, put, put_resident
 from ..errors import BatchNotDivisibleError, MissingTargetsError
 
 RESIDENT_LIMIT_BYTES = 2 << 30
@@ -143,6 +143,10 @@ class _Placer:
     def replicated_put(self, tree):
         return put(tree, self.replicated, copy=False)
 
+    def resident_put(self, tree):
+        """Places data that the programs index for a whole ``fit`` (replicated)."""
+        return put_resident(tree, self.replicated)
+
     def local_put(self, tree):
         return self.strategy._global_batch(tree, stacked=True, copy=False)
 
@@ -185,7 +189,7 @@ class ArrayAdapter:
         nbytes = sum(a.nbytes for a in jax.tree.leaves(host))
         self.resident = nbytes <= RESIDENT_LIMIT_BYTES if resident is None else resident
         self._host = host
-        self.data = self._placer.replicated_put(host) if self.resident else None
+        self.data = self._placer.resident_put(host) if self.resident else None
         #: Whether the input holds targets ``y`` (the zeros put in their place are none).
         self.has_targets = y is not None
 
@@ -393,7 +397,7 @@ class IterableAdapter:
             sw = sw * _class_weights(self._class_weight, y)
         self._base_has_y = y is not None
         y = y if y is not None else np.zeros(n, np.float32)
-        self.data = self._placer.replicated_put((x, y, sw))
+        self.data = self._placer.resident_put((x, y, sw))
         self._base, self.resident = base, True
         return True
 
