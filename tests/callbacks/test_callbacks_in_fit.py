@@ -1,10 +1,11 @@
 """Callbacks driven by the real fit/evaluate/predict: the hooks they are told, in Keras's order."""
 
+import numpy as np
 import pytest
-from real_fit import fit
+from real_fit import X, Y, fit
 from tb_events import read_scalars
 
-from phalanx.callbacks import Callback, TensorBoard
+from phalanx.callbacks import Callback, LambdaCallback, TensorBoard
 
 
 class Recorder(Callback):
@@ -77,3 +78,39 @@ def test_progress_bar_stays_silent_during_fit_validation(model, capsys, verbose)
     assert out.count("val_loss") == 2
     assert out.count("Epoch ") == 2
     assert "1/2 " not in out and "2/2 " not in out  # validation's 2 steps draw no bar
+
+
+@pytest.mark.parametrize("spe", [1, 2])
+def test_evaluate_and_predict_tell_their_own_hooks(make_model, spe):
+    model = make_model(spe)
+    rec = Recorder()
+    model.evaluate(X, Y, batch_size=8, callbacks=[rec], verbose=0)
+    model.predict(X, batch_size=8, callbacks=[rec], verbose=0)
+    test = [
+        ev
+        for k in range(0, 4, spe)
+        for ev in (("on_test_batch_begin", k), ("on_test_batch_end", k + spe - 1))
+    ]
+    predict = [
+        ev
+        for k in range(0, 4, spe)
+        for ev in (("on_predict_batch_begin", k), ("on_predict_batch_end", k + spe - 1))
+    ]
+    assert rec.events == [
+        "on_test_begin",
+        *test,
+        "on_test_end",
+        "on_predict_begin",
+        *predict,
+        "on_predict_end",
+    ]
+
+
+def test_predict_batch_end_logs_hold_that_executions_outputs(make_model):
+    """As Keras: ``on_predict_batch_end(batch, {"outputs": ...})``, one execution's outputs."""
+    model = make_model(2)
+    seen = []
+    spy = LambdaCallback(on_predict_batch_end=lambda batch, logs: seen.append(logs["outputs"]))
+    predictions = model.predict(X, batch_size=8, callbacks=[spy], verbose=0)
+    assert [len(outputs) for outputs in seen] == [16, 16]  # 2 steps of 8 examples each
+    np.testing.assert_array_equal(np.concatenate(seen), predictions)

@@ -81,14 +81,17 @@ def may_act_per_batch(cbs, kind: str) -> bool:
     Callbacks whose batch hooks only record the logs they are given say so with
     ``batch_hooks_read_only_logs = True`` (``History``, ``ProgbarLogger``,
     ``TensorBoard``); anything else that defines ``on_train_batch_end``
-    (``on_test_batch_end`` in evaluation) makes the loop synchronous, so that
-    nothing runs past the batch it acted on.
+    (``on_test_batch_end`` in evaluation, ``on_predict_batch_end`` in
+    prediction) makes the loop synchronous, so that nothing runs past the
+    batch it acted on and the batch hooks come in Keras's order.
     """
     if cbs is None:
         return False
     from ..callbacks import Callback
 
-    hook = "on_train_batch_end" if kind == "train" else "on_test_batch_end"
+    hook = {"train": "on_train_batch_end", "predict": "on_predict_batch_end"}.get(
+        kind, "on_test_batch_end"
+    )
     base = getattr(Callback, hook)
 
     def overrides(cb) -> bool:

@@ -638,9 +638,11 @@ class Model(ModelIntrospection):
             return _loop.unpad_predictions(ex, out, adapter)
 
         outputs = []
-        for ex, parts in _loop.pipelined(executions, dispatch, fetch, phase="predict"):
+        ahead = not _loop.may_act_per_batch(cbs, "predict")
+        for ex, parts in _loop.pipelined(executions, dispatch, fetch, phase="predict", ahead=ahead):
             outputs.extend(parts)
-            cbs.on_predict_batch_end(ex.first_step + ex.steps - 1, {})
+            batch = jax.tree.map(lambda *p: np.concatenate(p), *parts)  # Keras: this execution's
+            cbs.on_predict_batch_end(ex.first_step + ex.steps - 1, {"outputs": batch})
         cbs.on_predict_end()
         if not outputs:
             raise ValueError("predict got no input batches: the input is empty.")
