@@ -9,6 +9,7 @@ import importlib
 import io
 import math
 import pkgutil
+import re
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from phalanx import layers
 from phalanx.callbacks import (
     Callback,
     CallbackList,
+    EarlyStopping,
     History,
     LambdaCallback,
     ProgbarLogger,
@@ -133,6 +135,22 @@ def test_non_callbacks_are_refused(model):
         match=r"callbacks\[1\] must be a phalanx.callbacks.Callback; received <built-in function print> \(builtin_function_or_method\)",
     ):
         fit(model, [History(), print])
+
+
+def test_fit_takes_one_callback_without_a_list(model):
+    """As Keras 3 (it flattens ``callbacks``): ``fit(callbacks=EarlyStopping(...))``."""
+    stopper = EarlyStopping(monitor="loss", patience=0)
+    history = model.fit(X, Y, batch_size=8, epochs=2, callbacks=stopper, verbose=0)
+    assert stopper.model is model and history.epoch == [0, 1]
+
+
+@pytest.mark.parametrize(("callbacks", "shown"), [("abc", "'abc' (str)"), (5, "5 (int)")])
+def test_fit_refuses_what_is_not_a_callback(model, callbacks, shown):
+    with pytest.raises(
+        TypeError,
+        match=rf"callbacks\[0\] must be a phalanx.callbacks.Callback; received {re.escape(shown)}",
+    ):
+        model.fit(X, Y, batch_size=8, callbacks=callbacks, verbose=0)
 
 
 def test_history_records_each_epoch(model):

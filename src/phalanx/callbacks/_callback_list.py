@@ -12,13 +12,15 @@ from ._progbar_logger import ProgbarLogger
 
 
 def _flatten(callbacks: Any) -> list[Any]:
+    """Keras's ``tree.flatten``: one callback, or nested lists (any iterables) of them.
+
+    Anything else (a string, a number) is kept whole, for the caller to refuse.
+    """
     if callbacks is None:
         return []
-    if isinstance(callbacks, Callback):
+    if isinstance(callbacks, Callback | str | bytes | dict) or not isinstance(callbacks, Iterable):
         return [callbacks]
-    if isinstance(callbacks, (list, tuple)):
-        return [cb for item in callbacks for cb in _flatten(item)]
-    return [callbacks]
+    return [cb for item in callbacks for cb in _flatten(item)]
 
 
 def _pythonify_logs(logs: Logs | None) -> Logs:
@@ -44,7 +46,8 @@ class CallbackList(Callback):
     adds (``learning_rate``) reach those after it.
 
     Args:
-        callbacks: A callback, or a list (nested lists are flattened) of them.
+        callbacks: A callback, or a list (nested lists, or other iterables,
+            are flattened) of them.
         add_history: Append a ``History`` unless the list already has one;
             ``set_model`` then makes it ``model.history``.
         add_progbar: Append a ``ProgbarLogger`` unless the list already has one.

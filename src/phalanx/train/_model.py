@@ -436,7 +436,7 @@ class Model(ModelIntrospection):
 
         verbose = 1 if verbose == "auto" else int(verbose)
         return CallbackList(
-            list(callbacks or []),
+            callbacks,  # one callback, or (nested) lists: CallbackList flattens, as Keras
             add_history=True,
             add_progbar=progbar and verbose != 0,
             model=self,
