@@ -12,6 +12,10 @@ The last two lines split the records over 4 files and read them with
 inside each file's dataset (``interleave(..., num_parallel_calls=4)``), then the
 same with a 2 ms sleep per 256 records standing for slow storage. Under the GIL
 on 2 cores the threads cost more than they overlap unless the readers wait.
+The last block reads the same files through ``file://`` URLs (fsspec, the
+``phalanx.io`` layer every remote path takes) and through plain paths, runs
+alternating, and prints what the URL costs (issue 17: at most 10%) in wall
+time and in this process's CPU time (the steadier figure on a shared machine).
 
 Run: python bench/tfrecord.py [--records N] [--runs R]
 """
@@ -113,6 +117,7 @@ def main() -> None:
 
         print(f"TFRecordDataset pipeline:   {_rate(dataset, n, args.runs):>10,.0f} records/s")
         _parallel_reads(tmp, records, args.runs)
+        _file_urls(tmp, path, n, args.runs)
         out = parse_example(records[:BATCH], SPEC)
         assert np.array_equal(out["image"], images[:BATCH])
         assert np.array_equal(out["label"], labels[:BATCH])
@@ -155,6 +160,53 @@ def _parallel_reads(tmp: str, records: list[bytes], runs: int) -> None:
         )
         rate = _rate(lambda ds=ds: run(ds), n, runs)
         print(f"4 files, 2 ms wait/256, num_parallel_calls={calls!s:<4} {rate:>10,.0f} records/s")
+
+
+def _file_urls(tmp: str, path: str, n: int, runs: int) -> None:
+    """Plain paths vs ``file://`` URLs (fsspec) on the same files: records/s and the cost."""
+    parts = sorted(os.path.join(tmp, f"part-{i}.tfrecord") for i in range(4))
+
+    def parse(r):
+        return parse_example(r, SPEC)
+
+    cases = {
+        "raw read, 1 file": lambda p: lambda: _drain(TFRecordReader(p[0])),
+        "TFRecordDataset pipeline": lambda p: (
+            lambda: _drain(TFRecordDataset(p[0]).batch(BATCH).map(parse))
+        ),
+        "list_files + 4 parallel reads": lambda p: (
+            lambda: _drain(
+                TFRecordDataset(
+                    Dataset.list_files(p[1], shuffle=False), num_parallel_reads=4
+                ).batch(BATCH)
+            )
+        ),
+    }
+    plain = (path, os.path.join(tmp, "part-*.tfrecord"))
+    url = ("file://" + path, "file://" + os.path.join(tmp, "part-*.tfrecord"))
+    assert len(Dataset.list_files(url[1])) == len(parts)
+    for name, make in cases.items():
+        wall: dict[str, list[float]] = {"plain": [], "file://": []}
+        cpu: dict[str, list[float]] = {"plain": [], "file://": []}
+        for _ in range(runs):  # alternate, so both see the same machine load
+            for kind, paths in (("plain", plain), ("file://", url)):
+                fn = make(paths)
+                start, start_cpu = time.perf_counter(), time.process_time()
+                fn()
+                wall[kind].append(time.perf_counter() - start)
+                cpu[kind].append(time.process_time() - start_cpu)
+        a, b = (statistics.median(wall[k]) for k in ("plain", "file://"))
+        ca, cb = (statistics.median(cpu[k]) for k in ("plain", "file://"))
+        print(
+            f"{name:<30} plain {n / a:>9,.0f}  file:// {n / b:>9,.0f} records/s; "
+            f"file:// costs {100 * (b - a) / a:+.1f}% wall, {100 * (cb - ca) / ca:+.1f}% CPU "
+            "(medians)"
+        )
+
+
+def _drain(iterable) -> None:
+    for _ in iterable:
+        pass
 
 
 def _slow_parse(records):

@@ -197,3 +197,19 @@ def test_records_cli_verifies_and_inspects_remote_files(base, capsys):
     assert "records:     6" in capsys.readouterr().out
     assert main(["records", "verify", f"{base}/data/nothing.tfrecord"]) == 1
     assert "MISSING" in capsys.readouterr().out
+
+
+def test_an_interrupted_weights_write_leaves_the_previous_file(base, monkeypatch):
+    first = model()
+    first.save_weights(f"{base}/ckpt/weights.npz")
+    before = gfile.GFile(f"{base}/ckpt/weights.npz", "rb").read()
+
+    def crash(file, **arrays):  # a writer that dies half-way through the archive
+        file.write(b"PK\x03\x04 half an archive")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(np, "savez", crash)
+    with pytest.raises(KeyboardInterrupt):
+        model().save_weights(f"{base}/ckpt/weights.npz")
+    assert gfile.GFile(f"{base}/ckpt/weights.npz", "rb").read() == before
+    assert gfile.listdir(f"{base}/ckpt") == ["weights.npz"]  # no temporary file left behind
