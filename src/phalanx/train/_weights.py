@@ -23,6 +23,7 @@ from typing import Any
 
 import flax.nnx as nnx
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ..errors import WeightsFileError
@@ -215,7 +216,7 @@ def _check_headers(path: Path, archive: zipfile.ZipFile, expected: dict) -> dict
     for key, member in members.items():
         shape, dtype = _header(path, archive, member)
         want = expected[key]
-        if dtype.hasobject or dtype.kind not in "biufc":
+        if dtype.hasobject or (dtype.kind not in "biufc" and not _is_bfloat16_bytes(dtype)):
             raise WeightsFileError(
                 f"Weight {key} in {str(path)!r} has dtype {_dtype_name(dtype)}; weights are "
                 f"numbers ({np.dtype(want.dtype).name} for this model). The file was not "
@@ -227,6 +228,15 @@ def _check_headers(path: Path, archive: zipfile.ZipFile, expected: dict) -> dict
                 f"{tuple(want.shape)}. Load it into a model of the same architecture."
             )
     return members
+
+
+def _is_bfloat16_bytes(dtype: np.dtype) -> bool:
+    """Whether a header's dtype is how ``.npy`` records bfloat16: 2 raw bytes (``|V2``).
+
+    numpy does not know bfloat16 (an ``ml_dtypes`` type), so ``np.savez`` writes
+    it as a plain 2-byte void; no other dtype phalanx saves looks like that.
+    """
+    return dtype.kind == "V" and dtype.itemsize == 2 and dtype.names is None
 
 
 def _dtype_name(dtype: np.dtype) -> str:
@@ -262,4 +272,6 @@ def _read_member(path: Path, archive: zipfile.ZipFile, member: str, old) -> np.n
                 f"Weight {key} in {str(path)!r} cannot be read: {e}. The file is truncated or "
                 "damaged; write it again."
             ) from None
+    if _is_bfloat16_bytes(new.dtype):
+        new = new.view(jnp.bfloat16)
     return new.astype(old.dtype)
