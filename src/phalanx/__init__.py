@@ -32,12 +32,14 @@ from .distribute import get_replica_context as get_replica_context
 from .distribute import get_strategy as get_strategy
 from .distribute import has_strategy as has_strategy
 from .distribute import in_cross_replica_context as in_cross_replica_context
+from .distribute import scale_regularization_loss as scale_regularization_loss
 from .train import Input as Input
 from .train import Model as Model
 from .train import Sequential as Sequential
 from .train import losses as losses
 from .train import metrics as metrics
 from .train import optimizers as optimizers
+from .train import regularizers as regularizers
 
 __version__ = "0.1.0"
 
@@ -74,5 +76,7 @@ __all__ = [
     "losses",
     "metrics",
     "optimizers",
+    "regularizers",
+    "scale_regularization_loss",
     "utils",
 ]

@@ -143,6 +143,10 @@ class LabelOutOfRangeError(PhalanxError, ValueError):
         )
 
 
+class RegularizerError(PhalanxError, ValueError):
+    """A regularizer name, config or factor that phalanx cannot use (unknown, or a negative factor)."""
+
+
 class LearningRateError(PhalanxError, TypeError):
     """An optimizer state's learning rate cannot be read or set (no injected rate, or a schedule)."""
 

@@ -12,6 +12,7 @@ from ._input import InputContext as InputContext
 from ._input import InputOptions as InputOptions
 from ._input import InputReplicationMode as InputReplicationMode
 from ._loss import compute_average_loss as compute_average_loss
+from ._loss import scale_regularization_loss as scale_regularization_loss
 from ._mirrored import MirroredStrategy as MirroredStrategy
 from ._multi_worker import CommunicationImplementation as CommunicationImplementation
 from ._multi_worker import CommunicationOptions as CommunicationOptions
@@ -44,6 +45,7 @@ __all__ = [
     "Strategy",
     "ValueContext",
     "compute_average_loss",
+    "scale_regularization_loss",
     "device",
     "get_replica_context",
     "get_strategy",

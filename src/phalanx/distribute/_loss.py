@@ -90,3 +90,47 @@ def compute_average_loss(
         _check_global_batch_size(global_batch_size)
     denom = jnp.asarray(global_batch_size, dtype=dtype)
     return jnp.where(denom == 0, jnp.zeros((), dtype), total / denom)
+
+
+def scale_regularization_loss(regularization_loss) -> jax.Array:
+    """Scales a regularization loss by the replicas in sync (``tf.nn.scale_regularization_loss``).
+
+    Returns ``sum(regularization_loss) / num_replicas_in_sync``. Add it to the
+    ``compute_average_loss`` of each replica: the gradients, summed over the
+    replicas, then carry the penalty once, as on one device (``fit`` does the same).
+
+    Args:
+      regularization_loss: a scalar, an array, or a list of them (e.g. a
+        model's ``losses``); everything is summed.
+
+    Returns:
+      A float scalar: this replica's share of the penalty.
+
+    Raises:
+      ReplicaContextError: called inside ``scope()`` outside ``run`` (TensorFlow
+        raises too: the replica count it divides by belongs to ``run``).
+      TypeError: something that is not numbers.
+
+    Example:
+      >>> float(scale_regularization_loss([0.5, 1.5]))  # outside any strategy: 1 replica
+      2.0
+    """
+    if in_cross_replica_context():
+        raise ReplicaContextError(
+            "scale_regularization_loss was called in cross-replica context (inside scope(), "
+            "outside strategy.run); it divides by the replicas of run. Call it inside the "
+            "function given to strategy.run, next to compute_average_loss."
+        )
+    terms = regularization_loss
+    if not isinstance(terms, list | tuple):
+        terms = [terms]
+    try:
+        total = sum((jnp.sum(jnp.asarray(t)) for t in terms), jnp.zeros((), jnp.float32))
+    except TypeError:
+        raise TypeError(
+            "scale_regularization_loss takes a scalar, an array or a list of them (e.g. "
+            f"model.losses); got {type(regularization_loss).__name__} {regularization_loss!r}."
+        ) from None
+    ctx = get_replica_context()
+    replicas = ctx.num_replicas_in_sync if ctx is not None else get_strategy().num_replicas_in_sync
+    return total / replicas

@@ -14,6 +14,7 @@ from . import layers as layers
 from . import losses as losses
 from . import metrics as metrics
 from . import optimizers as optimizers
+from . import regularizers as regularizers
 from ._core_layers import Input as Input
 from ._logits import Logits as Logits
 from ._model import Model as Model
@@ -37,5 +38,6 @@ __all__ = [
     "losses",
     "metrics",
     "optimizers",
+    "regularizers",
     "split_state",
 ]

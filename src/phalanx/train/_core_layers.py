@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from . import _activations, _initializers
+from . import _activations, _initializers, _regularizers
 from ._layer import Layer, Shape, format_shape, normalize_shape
 
 
@@ -103,6 +103,10 @@ class Dense(Layer):
       use_bias: whether to add a bias.
       kernel_initializer: Keras name or jax initializer; default ``glorot_uniform``.
       bias_initializer: Keras name or jax initializer; default ``zeros``.
+      kernel_regularizer: a penalty on the kernel (``phalanx.regularizers.L2(0.01)``,
+        ``"l2"``, ...); its value is in ``losses`` and ``fit`` adds it to the loss.
+      bias_regularizer: a penalty on the bias.
+      activity_regularizer: a penalty on the layer's output, divided by the batch size.
       name: the layer's name.
       input_shape: the per-example input shape, on a network's first layer.
       dtype: the computation dtype; parameters are float32.
@@ -117,6 +121,10 @@ class Dense(Layer):
     """
 
     _has_activation = True
+    _weight_regularizer_paths = (
+        ("kernel_regularizer", ("linear", "kernel")),
+        ("bias_regularizer", ("linear", "bias")),
+    )
 
     def __init__(
         self,
@@ -125,6 +133,9 @@ class Dense(Layer):
         use_bias: bool = True,
         kernel_initializer: Any = "glorot_uniform",
         bias_initializer: Any = "zeros",
+        kernel_regularizer: Any = None,
+        bias_regularizer: Any = None,
+        activity_regularizer: Any = None,
         *,
         name: str | None = None,
         input_shape: Any = None,
@@ -139,6 +150,9 @@ class Dense(Layer):
         self.use_bias = use_bias
         self.kernel_initializer = kernel_initializer
         self.bias_initializer = bias_initializer
+        self.kernel_regularizer = _regularizers.get(kernel_regularizer)
+        self.bias_regularizer = _regularizers.get(bias_regularizer)
+        self.activity_regularizer = _regularizers.get(activity_regularizer)
         self.linear = nnx.data(None)
 
     def compute_output_shape(self, input_shape: Shape) -> Shape:
@@ -343,6 +357,8 @@ class Embedding(Layer):
       output_dim: the embedding size.
       embeddings_initializer: Keras name or jax initializer; default ``uniform``
         (``U(-0.05, 0.05)``).
+      embeddings_regularizer: a penalty on the embedding matrix (``"l2"``, ...).
+      activity_regularizer: a penalty on the layer's output, divided by the batch size.
       name: the layer's name.
       input_shape: the per-example input shape (e.g. ``(sequence_length,)``).
 
@@ -354,11 +370,15 @@ class Embedding(Layer):
       64000
     """
 
+    _weight_regularizer_paths = (("embeddings_regularizer", ("embed", "embedding")),)
+
     def __init__(
         self,
         input_dim: int,
         output_dim: int,
         embeddings_initializer: Any = "uniform",
+        embeddings_regularizer: Any = None,
+        activity_regularizer: Any = None,
         *,
         name: str | None = None,
         input_shape: Any = None,
@@ -370,6 +390,8 @@ class Embedding(Layer):
         self.input_dim = int(input_dim)
         self.output_dim = int(output_dim)
         self.embeddings_initializer = embeddings_initializer
+        self.embeddings_regularizer = _regularizers.get(embeddings_regularizer)
+        self.activity_regularizer = _regularizers.get(activity_regularizer)
         self.embed = nnx.data(None)
 
     def compute_output_shape(self, input_shape: Shape) -> Shape:

@@ -49,6 +49,7 @@ from flax import nnx
 
 from ..errors import LayerShapeError, NotBuiltError
 from . import _activations
+from ._regularizers import Regularized
 
 Shape = tuple[int | None, ...]
 
@@ -93,7 +94,7 @@ def _is_traced(x: Any) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
-class Layer(nnx.Module):
+class Layer(Regularized, nnx.Module):
     """Base class of phalanx's Keras-style layers.
 
     Subclasses implement ``compute_output_shape``, ``_build`` (create the nnx
@@ -263,7 +264,7 @@ class Layer(nnx.Module):
         training = bool(training)
         if rngs is None and training and self.uses_rng:
             rngs = context_key(self)
-        return self.call(x, *args, training=training, rngs=rngs, **kwargs)
+        return self._record_activity(self.call(x, *args, training=training, rngs=rngs, **kwargs))
 
     #: True for layers that draw random numbers in training (``Dropout``).
     uses_rng = False

@@ -36,7 +36,16 @@ import numpy as np
 
 from ..distribute import Strategy, get_strategy
 from ..errors import LabelOutOfRangeError, MissingTargetsError, ScopeError
-from . import _adapter, _checkpointing, _introspection, _loop, _step, _subclassed, _weights
+from . import (
+    _adapter,
+    _checkpointing,
+    _introspection,
+    _loop,
+    _regularizers,
+    _step,
+    _subclassed,
+    _weights,
+)
 from ._compile import CompileConfig, resolve_compile
 from ._introspection import ModelIntrospection, trainable_filter
 from ._validate import check_inputs, check_learning_rate
@@ -268,6 +277,7 @@ class Model(ModelIntrospection):
             return
         config = self._require_compiled("fit")
         module = self._module
+        _regularizers.pop_activity(module)  # an eager call's outputs, not training state
         style = _step.module_call_style(module)
         trainable = trainable_filter(module)  # nnx.Param, less the frozen layers' weights
         if style["takes_training"]:  # the mode is an argument: one graph serves both
@@ -286,6 +296,7 @@ class Model(ModelIntrospection):
             optimizer=config.tx,
             compute_dtype=_compute_dtype(self._strategy),
             trainable=trainable,
+            regularized=_regularizers.has_regularizers(module),
             **style,
         )
         state = _step.TrainState(
@@ -761,6 +772,7 @@ class Model(ModelIntrospection):
 
     def _load_state(self, state) -> None:
         nnx.update(self._module, state)
+        _regularizers.pop_activity(self._module)
         if self._state is not None:
             trainable = self._step_config.trainable
             params = nnx.state(self._module, trainable)
@@ -768,6 +780,20 @@ class Model(ModelIntrospection):
             self._state = self._state._replace(
                 params=self._strategy.replicate(params), rest=self._strategy.replicate(rest)
             )
+
+    @property
+    def losses(self) -> list[jax.Array]:
+        """Keras's ``model.losses``: the current regularization penalties (float32 scalars).
+
+        The activity penalties of the last eager call (``model(x)``; each divided by
+        its batch size), then one penalty per regularized weight, from the latest
+        weights. ``fit`` adds their sum to the loss (see ``phalanx.regularizers``).
+        In a custom loop, read ``losses`` of the module merged from the traced
+        parameters: ``net = nnx.merge(graphdef, params); net(x); net.losses``.
+        """
+        if not self.built:
+            return []
+        return _regularizers.losses(self.module)
 
     def count_params(self) -> int:
         """The number of weights."""

@@ -44,7 +44,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from ..errors import LayerShapeError, NotBuiltError
-from . import _activations
+from . import _activations, _regularizers
 from ._conv_layers import GlobalAveragePooling2D
 from ._core_layers import Dense, Flatten, InputLayer
 from ._layer import (
@@ -304,11 +304,18 @@ class Sequential(nnx.Module):
             if i == count - 1 and activation is not None:
                 layer.check_input(x)
                 logits = layer.pre_activation(x, training=training, rngs=key)
-                return layer.activation_fn(logits), Logits(logits, activation)
+                y_pred = layer._record_activity(layer.activation_fn(logits))
+                return y_pred, Logits(logits, activation)
             x = layer(x, training=training, rngs=key)
         return (x, None) if return_logits else x
 
     # -- inspection ------------------------------------------------------------------
+    @property
+    def losses(self) -> list[jax.Array]:
+        """Keras's ``losses``: the layers' activity penalties of the last call, then their
+        weight penalties (float32 scalars; see :mod:`phalanx.train._regularizers`)."""
+        return _regularizers.losses(self)
+
     def count_params(self) -> int:
         """Returns the number of weights (trainable plus non-trainable), as Keras."""
         return sum(layer.count_params() for layer in self.layers)

@@ -18,7 +18,7 @@ from typing import Any
 
 from flax import nnx
 
-from . import _initializers
+from . import _initializers, _regularizers
 from ._layer import Layer, Shape, format_shape
 
 
@@ -36,7 +36,14 @@ def _feature_axis(layer: Layer, axis: int, input_shape: Shape) -> int:
     return full
 
 
-class BatchNormalization(Layer):
+class _Normalization(Layer):
+    _weight_regularizer_paths = (
+        ("gamma_regularizer", ("norm", "scale")),
+        ("beta_regularizer", ("norm", "bias")),
+    )
+
+
+class BatchNormalization(_Normalization):
     """Normalizes each feature with batch statistics in training and moving ones in inference.
 
     Args:
@@ -47,6 +54,8 @@ class BatchNormalization(Layer):
       scale: learn a scale (``gamma``).
       beta_initializer: default ``zeros``.
       gamma_initializer: default ``ones``.
+      beta_regularizer: a penalty on ``beta`` (``"l2"``, ``L2(0.01)``, ...), keyword-only.
+      gamma_regularizer: a penalty on ``gamma``, keyword-only.
       synchronized: average batch statistics over the replicas (needs
         ``axis_name``); default False, as Keras.
       axis_name: the mesh axis to average over when ``synchronized``.
@@ -73,10 +82,14 @@ class BatchNormalization(Layer):
         synchronized: bool = False,
         axis_name: str | None = None,
         *,
+        beta_regularizer: Any = None,
+        gamma_regularizer: Any = None,
         name: str | None = None,
         input_shape: Any = None,
     ):
         super().__init__(name=name, input_shape=input_shape)
+        self.beta_regularizer = _regularizers.get(beta_regularizer)
+        self.gamma_regularizer = _regularizers.get(gamma_regularizer)
         if synchronized and axis_name is None:
             raise ValueError(
                 "BatchNormalization(synchronized=True) needs axis_name, the replica mesh "
@@ -115,7 +128,7 @@ class BatchNormalization(Layer):
         return self.norm(self._cast(x), use_running_average=not training)
 
 
-class LayerNormalization(Layer):
+class LayerNormalization(_Normalization):
     """Normalizes each example over its last axis (``nnx.LayerNorm``), with Keras's epsilon 1e-3.
 
     Args:
@@ -125,6 +138,8 @@ class LayerNormalization(Layer):
       scale: learn a scale (``gamma``).
       beta_initializer: default ``zeros``.
       gamma_initializer: default ``ones``.
+      beta_regularizer: a penalty on ``beta`` (``"l2"``, ``L2(0.01)``, ...), keyword-only.
+      gamma_regularizer: a penalty on ``gamma``, keyword-only.
       name: the layer's name.
       input_shape: the per-example input shape, on a network's first layer.
 
@@ -145,10 +160,14 @@ class LayerNormalization(Layer):
         beta_initializer: Any = "zeros",
         gamma_initializer: Any = "ones",
         *,
+        beta_regularizer: Any = None,
+        gamma_regularizer: Any = None,
         name: str | None = None,
         input_shape: Any = None,
     ):
         super().__init__(name=name, input_shape=input_shape)
+        self.beta_regularizer = _regularizers.get(beta_regularizer)
+        self.gamma_regularizer = _regularizers.get(gamma_regularizer)
         self.axis = axis
         self.epsilon = float(epsilon)
         self.center = center

@@ -41,6 +41,7 @@ import optax
 from jax.sharding import PartitionSpec as P
 
 from ..distribute._run import is_varying
+from . import _regularizers
 
 AXIS = "replica"
 
@@ -99,6 +100,7 @@ class StepConfig:
     takes_rngs: bool
     compute_dtype: Any = None  # e.g. jnp.bfloat16: forward/backward dtype (TPUStrategy)
     trainable: Any = nnx.Param  # the filter of trained weights (frozen layers' are not)
+    regularized: bool = False  # a layer has a weight or activity regularizer
 
 
 def module_call_style(module: nnx.Module) -> dict[str, bool]:
@@ -127,10 +129,12 @@ def _forward(config: StepConfig, graphdef, params, rest, x, *, training: bool, k
     """Runs the module; in ``compute_dtype`` when set (float32 master weights and outputs)."""
     if config.compute_dtype is not None:
         params, x = _cast_floats((params, x), config.compute_dtype)
-    y_pred, logits, new_rest = _call(config, graphdef, params, rest, x, training=training, key=key)
+    y_pred, logits, new_rest, activity = _call(
+        config, graphdef, params, rest, x, training=training, key=key
+    )
     if config.compute_dtype is not None:
         y_pred, logits = _cast_floats((y_pred, logits), jnp.float32)
-    return y_pred, logits, new_rest
+    return y_pred, logits, new_rest, activity
 
 
 def _call(config: StepConfig, graphdef, params, rest, x, *, training: bool, key=None):
@@ -145,8 +149,25 @@ def _call(config: StepConfig, graphdef, params, rest, x, *, training: bool, key=
         y_pred, logits = module(x, return_logits=True, **kwargs)
     else:
         y_pred, logits = module(x, **kwargs), None
+    activity = _regularizers.pop_activity(module)  # an output of the call, not state
     new_rest = nnx.state(module, nnx.Not(config.trainable))
-    return y_pred, logits, new_rest
+    return y_pred, logits, new_rest, activity
+
+
+def _penalties(config: StepConfig, graphdef, params, rest, activity, mask):
+    """This replica's ``(weight penalties, sum over its real examples of activity penalties)``.
+
+    The weight penalties are computed from the float32 parameters (also under a
+    ``compute_dtype``), the same on every replica; activity penalties of padding
+    rows (``mask == 0``) count nowhere. Zeros when no layer is regularized.
+    """
+    zero = jnp.zeros((), jnp.float32)
+    if not config.regularized:
+        return zero, zero
+    module = nnx.merge(graphdef, *jax.tree.map(lambda a: a, (params, rest)))
+    weights = sum(_regularizers.weight_losses(module), zero)
+    per_example = sum(activity, jnp.zeros(mask.shape, jnp.float32))
+    return weights, jnp.sum(jnp.where(mask > 0, per_example, 0.0))
 
 
 def _per_replica_rest(rest):
@@ -181,17 +202,22 @@ def _sync_rest(old_rest, new_rest):
     return jax.tree.map(sync, old_rest, new_rest)
 
 
-def _accumulate(config: StepConfig, state: TrainState, y, y_pred, weight, mask, per_example):
+def _accumulate(
+    config: StepConfig, state: TrainState, y, y_pred, weight, mask, per_example, penalty=0.0
+):
     """Adds this step's loss, metric increments and label check, over replicas, to the state.
 
-    One ``psum`` carries the loss, the metrics and the count of bad labels; one
-    ``pmin`` the bad labels' extremes, only for a loss that checks its labels.
+    ``penalty`` is this replica's share of the regularization term of the logged
+    loss, already multiplied by the examples it counts for (Keras logs the data
+    loss plus the penalties, averaged over the examples). One ``psum`` carries
+    the loss, the metrics and the count of bad labels; one ``pmin`` the bad
+    labels' extremes, only for a loss that checks its labels.
     """
     incs = tuple(m.update(m.init(), y, y_pred, sample_weight=weight) for m in config.metrics)
     loss_inc = jnp.zeros(2, jnp.float32)
     if per_example is not None:
         weighted = jnp.where(weight > 0, per_example * weight, 0.0)
-        loss_inc = jnp.stack([jnp.sum(weighted), jnp.sum(mask)]).astype(jnp.float32)
+        loss_inc = jnp.stack([jnp.sum(weighted) + penalty, jnp.sum(mask)]).astype(jnp.float32)
     bad = _bad_labels(config, y, y_pred, mask)
     count = jnp.float32(0) if bad is None else bad[0]
     loss_inc, incs, count = jax.lax.psum((loss_inc, incs, count), AXIS)
@@ -242,19 +268,26 @@ def train_step(config: StepConfig, state: TrainState, batch) -> TrainState:
     key = jax.random.fold_in(jax.random.fold_in(state.rng, state.step), jax.lax.axis_index(AXIS))
 
     def loss_fn(params):
-        y_pred, logits, new_rest = _forward(
+        y_pred, logits, new_rest, activity = _forward(
             config, config.train_graphdef, params, rest_in, x, training=True, key=key
         )
         per_example = config.loss(y, y_pred, logits=logits)
         # where, not a product: a padded row's loss may be anything, even NaN.
         weighted = jnp.where(weight > 0, per_example * weight, 0.0)
-        return jnp.sum(weighted) / denom, (y_pred, per_example, new_rest)
+        weights, activity = _penalties(
+            config, config.train_graphdef, params, rest_in, activity, mask
+        )
+        # TensorFlow's scale_regularization_loss: the weight penalties / replicas; the
+        # gradients, summed over replicas, then count them once.
+        loss = (jnp.sum(weighted) + activity) / denom + weights / jax.lax.axis_size(AXIS)
+        logged = weights * jnp.sum(mask) + activity
+        return loss, (y_pred, per_example, new_rest, logged)
 
-    grads, (y_pred, per_example, new_rest) = jax.grad(loss_fn, has_aux=True)(state.params)
+    grads, (y_pred, per_example, new_rest, logged) = jax.grad(loss_fn, has_aux=True)(state.params)
     updates, opt_state = config.optimizer.update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
     rest = _sync_rest(state.rest, new_rest)
-    state = _accumulate(config, state, y, y_pred, weight, mask, per_example)
+    state = _accumulate(config, state, y, y_pred, weight, mask, per_example, logged)
     return state._replace(params=params, rest=rest, opt_state=opt_state, step=state.step + 1)
 
 
@@ -262,16 +295,20 @@ def eval_step(config: StepConfig, state: TrainState, batch) -> TrainState:
     """Updates the metric accumulators on one replica's piece of a batch (no gradients)."""
     x, y, sample_weight, mask = batch
     weight = sample_weight * mask
-    y_pred, logits, _ = _forward(
+    y_pred, logits, _, activity = _forward(
         config, config.eval_graphdef, state.params, state.rest, x, training=False
     )
     per_example = config.loss(y, y_pred, logits=logits) if config.loss is not None else None
-    return _accumulate(config, state, y, y_pred, weight, mask, per_example)
+    weights, activity = _penalties(
+        config, config.eval_graphdef, state.params, state.rest, activity, mask
+    )
+    logged = weights * jnp.sum(mask) + activity  # Keras's evaluate adds the penalties too
+    return _accumulate(config, state, y, y_pred, weight, mask, per_example, logged)
 
 
 def predict_step(config: StepConfig, state: TrainState, x) -> Any:
     """The model's outputs on one replica's piece of a batch."""
-    y_pred, _, _ = _forward(
+    y_pred, _, _, _ = _forward(
         config, config.eval_graphdef, state.params, state.rest, x, training=False
     )
     return y_pred
