@@ -8,6 +8,7 @@ machines. The public names mirror TensorFlow's
 from . import callbacks as callbacks
 from . import checkpoint as checkpoint
 from . import cluster as cluster
+from . import config as config
 from . import data as data
 from . import datasets as datasets
 from . import distribute as distribute
@@ -62,6 +63,7 @@ __all__ = [
     "callbacks",
     "checkpoint",
     "cluster",
+    "config",
     "compute_average_loss",
     "data",
     "datasets",

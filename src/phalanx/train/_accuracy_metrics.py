@@ -123,10 +123,11 @@ class Accuracy(MeanMetricWrapper):
 
     Args:
       name: default ``"accuracy"``.
+      dtype: a floating dtype, as Keras\'s (the state is float32).
     """
 
-    def __init__(self, *, name: str | None = None):
-        super().__init__(accuracy, name=name or "accuracy")
+    def __init__(self, name: str | None = None, dtype: Any = None):
+        super().__init__(accuracy, name=name or "accuracy", dtype=dtype)
 
 
 class BinaryAccuracy(MeanMetricWrapper):
@@ -135,10 +136,13 @@ class BinaryAccuracy(MeanMetricWrapper):
     Args:
       threshold: default 0.5.
       name: default ``"binary_accuracy"``.
+      dtype: a floating dtype, as Keras\'s (the state is float32).
     """
 
-    def __init__(self, threshold: float = 0.5, *, name: str | None = None):
-        super().__init__(binary_accuracy, name=name or "binary_accuracy", threshold=threshold)
+    def __init__(self, name: str | None = None, dtype: Any = None, threshold: float = 0.5):
+        super().__init__(
+            binary_accuracy, name=name or "binary_accuracy", dtype=dtype, threshold=threshold
+        )
 
 
 class CategoricalAccuracy(MeanMetricWrapper):
@@ -146,10 +150,11 @@ class CategoricalAccuracy(MeanMetricWrapper):
 
     Args:
       name: default ``"categorical_accuracy"``.
+      dtype: a floating dtype, as Keras\'s (the state is float32).
     """
 
-    def __init__(self, *, name: str | None = None):
-        super().__init__(categorical_accuracy, name=name or "categorical_accuracy")
+    def __init__(self, name: str | None = None, dtype: Any = None):
+        super().__init__(categorical_accuracy, name=name or "categorical_accuracy", dtype=dtype)
 
 
 class SparseCategoricalAccuracy(MeanMetricWrapper):
@@ -157,10 +162,13 @@ class SparseCategoricalAccuracy(MeanMetricWrapper):
 
     Args:
       name: default ``"sparse_categorical_accuracy"``.
+      dtype: a floating dtype, as Keras\'s (the state is float32).
     """
 
-    def __init__(self, *, name: str | None = None):
-        super().__init__(sparse_categorical_accuracy, name=name or "sparse_categorical_accuracy")
+    def __init__(self, name: str | None = None, dtype: Any = None):
+        super().__init__(
+            sparse_categorical_accuracy, name=name or "sparse_categorical_accuracy", dtype=dtype
+        )
 
 
 class TopKCategoricalAccuracy(MeanMetricWrapper):
@@ -169,10 +177,13 @@ class TopKCategoricalAccuracy(MeanMetricWrapper):
     Args:
       k: default 5.
       name: default ``"top_k_categorical_accuracy"``.
+      dtype: a floating dtype, as Keras\'s (the state is float32).
     """
 
-    def __init__(self, k: int = 5, *, name: str | None = None):
-        super().__init__(top_k_categorical_accuracy, name=name or "top_k_categorical_accuracy", k=k)
+    def __init__(self, k: int = 5, name: str | None = None, dtype: Any = None):
+        super().__init__(
+            top_k_categorical_accuracy, name=name or "top_k_categorical_accuracy", dtype=dtype, k=k
+        )
 
 
 class SparseTopKCategoricalAccuracy(MeanMetricWrapper):
@@ -181,12 +192,14 @@ class SparseTopKCategoricalAccuracy(MeanMetricWrapper):
     Args:
       k: default 5.
       name: default ``"sparse_top_k_categorical_accuracy"``.
+      dtype: a floating dtype, as Keras\'s (the state is float32).
     """
 
-    def __init__(self, k: int = 5, *, name: str | None = None):
+    def __init__(self, k: int = 5, name: str | None = None, dtype: Any = None):
         super().__init__(
             sparse_top_k_categorical_accuracy,
             name=name or "sparse_top_k_categorical_accuracy",
+            dtype=dtype,
             k=k,
         )
 
@@ -196,10 +209,11 @@ class MeanSquaredError(MeanMetricWrapper):
 
     Args:
       name: default ``"mean_squared_error"``.
+      dtype: a floating dtype, as Keras\'s (the state is float32).
     """
 
-    def __init__(self, *, name: str | None = None):
-        super().__init__(mean_squared_error, name=name or "mean_squared_error")
+    def __init__(self, name: str | None = None, dtype: Any = None):
+        super().__init__(mean_squared_error, name=name or "mean_squared_error", dtype=dtype)
 
 
 class MeanAbsoluteError(MeanMetricWrapper):
@@ -207,7 +221,8 @@ class MeanAbsoluteError(MeanMetricWrapper):
 
     Args:
       name: default ``"mean_absolute_error"``.
+      dtype: a floating dtype, as Keras\'s (the state is float32).
     """
 
-    def __init__(self, *, name: str | None = None):
-        super().__init__(mean_absolute_error, name=name or "mean_absolute_error")
+    def __init__(self, name: str | None = None, dtype: Any = None):
+        super().__init__(mean_absolute_error, name=name or "mean_absolute_error", dtype=dtype)

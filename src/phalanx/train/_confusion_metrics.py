@@ -87,8 +87,8 @@ def _parse_thresholds(thresholds: Any, default: float) -> np.ndarray:
 class _ThresholdMetric(Metric):
     keys: tuple[str, ...] = ()
 
-    def __init__(self, thresholds=None, top_k=None, class_id=None, *, name=None):
-        super().__init__(name=name)
+    def __init__(self, thresholds=None, top_k=None, class_id=None, name=None, dtype=None):
+        super().__init__(dtype=dtype, name=name)
         self.top_k = top_k
         self.class_id = class_id
         default = 0.5 if top_k is None else NEG_INF
@@ -115,6 +115,7 @@ class Precision(_ThresholdMetric):
       top_k: consider only the ``k`` highest predictions of each example.
       class_id: consider only this class (last axis index).
       name: default ``"precision"``.
+      dtype: a floating dtype, as Keras\'s (the state is float32).
 
     Example:
       >>> import jax.numpy as jnp
@@ -139,6 +140,7 @@ class Recall(_ThresholdMetric):
       top_k: consider only the ``k`` highest predictions of each example.
       class_id: consider only this class (last axis index).
       name: default ``"recall"``.
+      dtype: a floating dtype, as Keras\'s (the state is float32).
 
     Example:
       >>> import jax.numpy as jnp
@@ -169,6 +171,7 @@ class AUC(Metric):
         ``len(thresholds) + 2``: ``-eps`` and ``1 + eps`` are added).
       from_logits: apply a sigmoid to predictions first.
       name: default ``"auc"``.
+      dtype: a floating dtype, as Keras\'s (the state is float32).
 
     Example:
       >>> import jax.numpy as jnp
@@ -185,13 +188,20 @@ class AUC(Metric):
         num_thresholds: int = 200,
         curve: str = "ROC",
         summation_method: str = "interpolation",
-        thresholds: Sequence[float] | None = None,
-        from_logits: bool = False,
-        *,
         name: str | None = None,
+        dtype: Any = None,
+        thresholds: Sequence[float] | None = None,
         multi_label: bool = False,
+        num_labels: int | None = None,
+        label_weights: Any = None,
+        from_logits: bool = False,
     ):
-        super().__init__(name=name)
+        super().__init__(dtype=dtype, name=name)
+        if num_labels is not None or label_weights is not None:
+            raise NotImplementedError(
+                "AUC(num_labels=, label_weights=) are for multi_label=True, which phalanx "
+                "does not support; use one AUC per label (Precision/Recall take class_id)."
+            )
         if multi_label:
             raise NotImplementedError(
                 "AUC(multi_label=True) is not supported; use one AUC per label (class_id)."

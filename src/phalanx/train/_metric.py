@@ -56,6 +56,34 @@ def masked_product(values: jax.Array, weight: jax.Array) -> jax.Array:
     return jnp.where(weight != 0, values * weight, jnp.zeros_like(values))
 
 
+def check_name(name: Any, default: str, owner: str) -> str:
+    """A metric's name: ``name`` when a string, ``default`` for None; anything else raises."""
+    if name is None:
+        return default
+    if not isinstance(name, str):
+        raise TypeError(
+            f"{owner}'s name must be a string (Keras's order: {owner}(name, dtype, ...)), got "
+            f"{type(name).__name__} {name!r}. Pass other options by keyword, e.g. "
+            "BinaryAccuracy(threshold=0.7)."
+        )
+    return name
+
+
+def check_dtype(dtype: Any, owner: str) -> Any:
+    """A metric's ``dtype``: None or a floating dtype (its accumulators are float32)."""
+    if dtype is None:
+        return None
+    try:
+        resolved = jnp.dtype(getattr(dtype, "as_numpy_dtype", dtype))
+    except TypeError:
+        resolved = None
+    if resolved is None or not jnp.issubdtype(resolved, jnp.floating):
+        raise TypeError(
+            f"{owner}'s dtype must be a floating dtype such as 'float32', got {dtype!r}."
+        )
+    return resolved
+
+
 class Metric:
     """Base class of phalanx metrics: a name and pure ``init``/``update``/``result``.
 
@@ -63,13 +91,16 @@ class Metric:
     the state) and ``result``; ``update`` adds the increment.
 
     Args:
+      dtype: accepted as Keras's (a floating dtype); the accumulators and
+        results are float32 whatever it says (states are summed over replicas).
       name: the logged name; default the class's Keras name.
     """
 
     default_name = "metric"
 
-    def __init__(self, *, name: str | None = None):
-        self.name = name or self.default_name
+    def __init__(self, dtype: Any = None, name: str | None = None):
+        self.name = check_name(name, self.default_name, type(self).__name__)
+        self.dtype = check_dtype(dtype, type(self).__name__)
 
     def init(self) -> State:
         """Returns the empty state: float32 zeros of fixed shapes."""
@@ -133,6 +164,7 @@ class Mean(Metric):
 
     Args:
       name: default ``"mean"``.
+      dtype: a floating dtype, as Keras's (the state is float32).
 
     Example:
       >>> import jax.numpy as jnp
@@ -146,6 +178,9 @@ class Mean(Metric):
     """
 
     default_name = "mean"
+
+    def __init__(self, name: str | None = None, dtype: Any = None):
+        super().__init__(dtype=dtype, name=name)
 
     def init(self) -> State:
         return {"total": jnp.zeros((), jnp.float32), "count": jnp.zeros((), jnp.float32)}
@@ -170,6 +205,7 @@ class MeanMetricWrapper(Mean):
     Args:
       fn: a function returning one value per example (or per element).
       name: default ``fn.__name__``.
+      dtype: a floating dtype, as Keras's (the state is float32).
       **kwargs: passed to ``fn``.
 
     Example:
@@ -179,8 +215,8 @@ class MeanMetricWrapper(Mean):
       1.0
     """
 
-    def __init__(self, fn: Callable, *, name: str | None = None, **kwargs: Any):
-        super().__init__(name=name or getattr(fn, "__name__", "mean_metric"))
+    def __init__(self, fn: Callable, name: str | None = None, dtype: Any = None, **kwargs: Any):
+        super().__init__(name=name or getattr(fn, "__name__", "mean_metric"), dtype=dtype)
         self.fn = fn
         self.kwargs = kwargs
 
