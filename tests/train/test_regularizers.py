@@ -244,3 +244,13 @@ def test_custom_loop_with_scale_regularization_loss_equals_fit(data):
     nnx.update(model.module, jax.device_get(params))
     for got, want in zip(model.get_weights(), fitted.get_weights(), strict=True):
         np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_a_frozen_layer_adds_no_weight_penalty():
+    """Keras penalizes trainable weights only."""
+    model = _model()
+    _, _, k2, b2 = model.get_weights()
+    model.layers[0].trainable = False
+    np.testing.assert_allclose(
+        model.losses, [0.01 * np.sum(k2**2), L1_BIAS * np.sum(np.abs(b2))], rtol=1e-6
+    )
