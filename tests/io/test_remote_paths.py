@@ -213,3 +213,13 @@ def test_an_interrupted_weights_write_leaves_the_previous_file(base, monkeypatch
         model().save_weights(f"{base}/ckpt/weights.npz")
     assert gfile.GFile(f"{base}/ckpt/weights.npz", "rb").read() == before
     assert gfile.listdir(f"{base}/ckpt") == ["weights.npz"]  # no temporary file left behind
+
+
+def test_csv_logger_appends_to_a_remote_log(base):
+    x, y = data()
+    net = model()
+    for _ in range(2):
+        logger = CSVLogger(f"{base}/append.csv", append=True)
+        net.fit(x, y, batch_size=8, epochs=2, verbose=0, callbacks=[logger])
+    rows = gfile.GFile(f"{base}/append.csv").read().splitlines()
+    assert rows[0].startswith("epoch,") and [r.split(",")[0] for r in rows[1:]] == list("0101")
