@@ -177,3 +177,29 @@ def test_read_as_indices_the_iterator_saves_the_same_position():
     np.testing.assert_array_equal(np.concatenate(rest), np.concatenate(list(plain)))
     assert sorted(np.concatenate([x[indices], *rest]).tolist()) == x.tolist()  # exactly once
     assert [b.tolist() for b in it] == [b.tolist() for b in rest]  # reading on from there
+
+
+def test_a_cache_completes_in_the_first_epoch_although_batches_drop_the_remainder(
+    data, weights0, gathers
+):
+    """fit reads a dataset of known length to its end, as a for loop does: the cache
+    fills in the first epoch, and the map runs no more after it."""
+    x, y, _ = data
+    calls = [0]
+
+    def scale(a, b):
+        calls[0] += 1
+        return a * 2.0, b
+
+    ds = (
+        phalanx.data.Dataset.from_tensor_slices((x, y))
+        .map(scale)
+        .cache()
+        .shuffle(N, seed=1)
+        .batch(32, drop_remainder=True)  # 100 = 3 x 32 + 4 dropped
+    )
+    model = _model(1, 2, weights0)
+    model.fit(ds, epochs=1, verbose=0)
+    assert calls[0] == N
+    model.fit(ds, epochs=2, verbose=0)
+    assert calls[0] == N and gathers[0] == 0

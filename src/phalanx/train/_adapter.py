@@ -349,6 +349,11 @@ class IterableAdapter:
             step += len(batches)
             if len(batches) < want:
                 return
+        if self._steps_given is None and hasattr(self._iterable, "_iter_epoch"):
+            # The epoch's steps came from the dataset's length: read on to its end (what
+            # drop_remainder drops), so that the pipeline sees it, as a for loop would;
+            # a cache() is complete only then, and later epochs read it as indices.
+            next(source, None)
 
     def _batches(self, it: Iterator) -> Iterator:
         """``it``'s batches; those of a ``Dataset`` that index its in-memory arrays as ``_Indices``.
