@@ -58,6 +58,66 @@ def test_report_names_the_process_the_step_and_who_is_behind():
     )
 
 
+def test_who_holds_the_job_up():
+    """A process past its deadline while waiting blames the one behind, stopped, silent or
+    running Python code; one that runs Python code itself blames nobody (it is stuck)."""
+    from phalanx.cluster._watchdog import holding_up
+
+    mine = Report(0, 4, "train", 100.0, 30.0, waiting=True)
+
+    def blame(other, n=2, me=mine):
+        return holding_up(me, {} if other is None else {1: other}, num_processes=n)
+
+    assert blame(Report(1, 3, "train", 90.0, 30.0)) == {
+        1: "behind: step 3 of phase train, this process is at step 4"
+    }
+    assert blame(Report(1, 7, "train", 90.0, None)) == {
+        1: "outside any step after step 7: its loop stopped"
+    }
+    assert blame(None) == {1: "it never reported a step"}
+    assert blame(Report(1, 4, "train", 90.0, 30.0, waiting=False)) == {
+        1: "running Python code in step 4, phase 'train'"
+    }
+    assert blame(Report(1, 4, "train", 90.0, 30.0, waiting=True)) == {}  # both wait: no blame
+    assert blame(Report(1, 9, "train", 90.0, 30.0)) == {}  # ahead
+    assert blame(Report(1, 0, "eval", 90.0, 30.0)) == {}  # steps of another phase: no order
+    running = Report(0, 4, "train", 100.0, 30.0, waiting=False)
+    assert blame(Report(1, 3, "train", 90.0, None), me=running) == {}
+
+
+def test_the_report_names_the_process_holding_the_job_up():
+    mine = Report(0, 4, "train", 100.0, 30.0, waiting=True)
+    text = format_report(mine, {1: Report(1, 3, "train", 100.0, 30.0)}, now=135.0, num_processes=2)
+    assert "process 1: step 3, phase 'train', 35.0 s ago  <- holding the job up" in text
+    assert (
+        "phalanx watchdog: process 1 is holding the job up (behind: step 3 of phase train, "
+        "this process is at step 4); process 0 waits for it." in text
+    )
+
+
+def test_a_waiting_process_gives_the_one_it_waits_for_time_to_fire_first(monkeypatch):
+    from phalanx.cluster import _watchdog
+
+    fired = []
+    others = {1: Report(1, 3, "train", 100.0, 30.0, waiting=False)}
+    monkeypatch.setattr(_watchdog, "_num_processes", lambda: 2)
+    monkeypatch.setattr(Watchdog, "reports", lambda self: others)
+    monkeypatch.setattr(Watchdog, "_fire", lambda self, last: fired.append(last.process))
+    w = Watchdog()
+    waiting = Report(0, 4, "train", 100.0, 30.0, waiting=True)
+    w._overdue(waiting)
+    assert fired == [] and w._grace_until is not None  # deferred
+    w._overdue(waiting)
+    assert fired == []  # still within the grace
+    w._grace_until = 0.0
+    w._overdue(waiting)
+    assert fired == [0]  # the other never fired: this one ends the job, naming it
+    fired.clear()
+    w = Watchdog()
+    w._overdue(Report(0, 4, "train", 100.0, 30.0, waiting=False))  # running code: stuck here
+    assert fired == [0]
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_fires_in_a_single_process_when_configured(tmp_path: Path):
@@ -92,6 +152,9 @@ def test_fires_on_a_stuck_step_across_processes():
     assert code == EXIT_CODE, out + err
     # Both processes wait in step 3 (one sleeps, the other in the all-reduce); whichever
     # watchdog fires first ends the job, and its report shows the other's last step.
+    # (This custom loop blocks in a C call from its own code, so neither looks "waiting"
+    # to the watchdog: same step, no blame rule applies. fit's waits are recognized:
+    # tests/multiprocess/test_mp_watchdog.py.)
     fired = re.search(
         r"\[(\d)\] phalanx watchdog: process \1 has waited .* in step 3, phase 'train'", out
     )

@@ -53,7 +53,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=float,
         default=None,
         metavar="S",
-        help="end the job after S seconds (exit 124)",
+        help=(
+            "end the job after S seconds (exit 124). The watchdog ends a job whose training "
+            "step is stuck (PHALANX_WATCHDOG_TIMEOUT, 120 s); a script that hangs outside any "
+            "step (before fit, between loops, in code that never calls watchdog.beat) is ended "
+            "only by --timeout"
+        ),
     )
     p.add_argument(
         "--grace",

@@ -55,6 +55,14 @@ _PEER_LOST = re.compile(
     r"heartbeats|Shutdown barrier|Broken pipe|UNAVAILABLE"
 )
 _NOISE = re.compile(r"^\s*(@\s+0x[0-9a-f]+|\*\*\* Check failure stack trace)")  # absl frames
+# Lines of a process that waited for another one: its watchdog's verdict, or an agreement
+# that timed out (cluster._kv). The launcher names the process waited for, not the waiter.
+_WAITED_FOR = (
+    re.compile(
+        r"phalanx watchdog: process (?P<process>\d+) is holding the job up \((?P<why>.*?)\);"
+    ),
+    re.compile(r"Process \d+ waited \d+ s for processes \[(?P<process>\d+)[^\]]*\] to report"),
+)
 
 
 @dataclass
@@ -241,6 +249,9 @@ class _Supervisor:
         return min(failed, key=lambda c: (_lost_a_peer(c), c.exited_at))
 
     def _failed(self, child: _Child) -> int:
+        waited_for = _waited_for(child)
+        if waited_for is not None and waited_for[0] != child.index:
+            return self._held_up(child, *waited_for)
         code = child.popen.returncode
         what = _describe_exit(code)
         if any(line.startswith("phalanx watchdog:") for line in child.tail):
@@ -263,6 +274,27 @@ class _Supervisor:
             if other is not child and not _lost_a_peer(other):
                 self._say_tail(other)  # it failed on its own too (say, its watchdog fired)
         self._say(f"failed: process {child.index} {what}.")
+        return code if code > 0 else 128 - code
+
+    def _held_up(self, waiter: _Child, index: int, why: str) -> int:
+        """Ends the job naming process ``index``, which ``waiter`` waited for until it gave up."""
+        code = waiter.popen.returncode
+        running = len(self._running())
+        ending = f" Ending the other {running} process(es)." if running else ""
+        self._say(
+            f"process {index} is holding the job up ({why}): process {waiter.index} waited for "
+            f"it until its deadline and {_describe_exit(code)} after {self._elapsed():.1f} s."
+            f"{ending}"
+        )
+        self._end_all()
+        if waiter.reader:
+            waiter.reader.join(timeout=1.0)
+        held = [c for c in self.children if c.index == index]
+        for other in held:
+            self._say_tail(other)
+        self._say_tail(waiter)
+        where = "" if held else " (on another node: see its launcher's output)"
+        self._say(f"failed: process {index} stalled{where}; process {waiter.index} waited for it.")
         return code if code > 0 else 128 - code
 
     def _timed_out(self) -> int:
@@ -359,6 +391,17 @@ class _Supervisor:
     def _restore_signal_handlers(previous) -> None:
         for sig, handler in (previous or {}).items():
             signal.signal(sig, handler)
+
+
+def _waited_for(child: _Child) -> tuple[int, str] | None:
+    """The process ``child`` says it waited for, and why, from its last lines; None if none."""
+    for line in child.tail:
+        for pattern in _WAITED_FOR:
+            match = pattern.search(line)
+            if match:
+                why = match.groupdict().get("why") or "it never reported to an agreement"
+                return int(match.group("process")), why
+    return None
 
 
 def _lost_a_peer(child: _Child) -> bool:

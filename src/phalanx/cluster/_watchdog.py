@@ -20,6 +20,30 @@ with more than one process); ``PHALANX_WATCHDOG_TIMEOUT=S`` sets the
 deadline (0 turns it off), as does ``watchdog.configure(timeout=S)``. Call
 ``watchdog.stop()`` when the loop ends, or the first long pause after it
 would look like a stuck step.
+
+**Blame.** When one process stalls, the others soon wait for it in a
+collective, and every deadline runs out within about a second of the others
+(a waiting process beats its next step just after the stalled one's last
+beat). Which watchdog fired first, and so which process the launcher named,
+was a race, whatever the deadline: in the issue's run with 120 s it named the
+healthy waiting process. So each report also says whether the main thread is
+*waiting* (blocked inside JAX or the key-value client: a device result, a
+collective, an agreement) or running Python code, read from its stack once a
+second by the watchdog thread (the innermost Python frame: ``fit``'s waits and
+``jax.device_get``/``block_until_ready`` have one in JAX; a C call made
+straight from a custom loop, ``float(step(x))``, does not, and reads as
+running code, so two processes in the same step of such a loop still race). A process whose deadline passed while it waits,
+and sees another process holding the job up (behind it in the same phase,
+stopped outside any step, never reported, or running code while this one
+waits), gives that process ``BLAME_GRACE_S`` more to fire first; if it must
+fire itself (the other cannot: its loop stopped, it holds the GIL, it was
+suspended), its report names the process holding the job up in a line the
+launcher reads (``HOLDING_UP``), so ``phalanx launch`` names that process.
+
+A script that hangs outside any step (before ``fit``, between loops of a
+custom training loop that stopped its watchdog, in ``initialize()`` after the
+roll call) in every process has no deadline running: only ``phalanx launch
+--timeout`` ends it.
 """
 
 from __future__ import annotations
@@ -42,6 +66,13 @@ EXIT_CODE = 3
 _KEY_DIR = "watchdog/"  # under _kv.PREFIX
 _INTERVAL_S = 1.0
 _KV_WAIT_S = 2.0
+#: Seconds a waiting process whose deadline passed gives the process it waits for to fire
+#: first: the other's watchdog checks once a second, then the launcher must see it exit.
+BLAME_GRACE_S = 4 * _INTERVAL_S
+#: The report line that names the process holding the job up (``phalanx launch`` reads it).
+HOLDING_UP = "phalanx watchdog: process {process} is holding the job up ({reason})"
+#: Modules whose frames mean the main thread waits for other processes or devices.
+_WAITING_IN = ("jax.", "jaxlib.", "phalanx.cluster._kv", "phalanx.cluster._agree")
 
 
 @dataclass(frozen=True)
@@ -53,12 +84,18 @@ class Report:
     phase: str
     time: float
     deadline: float | None  # seconds allowed until the next beat; None when stopped
+    waiting: bool | None = None  # main thread blocked in JAX/key-value waits (None: unknown)
 
     def describe(self, now: float) -> str:
         """One line such as ``step 12, phase 'train', 0.4 s ago``."""
         where = "stopped (not in a step)" if self.deadline is None else f"phase {self.phase!r}"
         step = "" if self.step is None else f"step {self.step}, "
-        return f"{step}{where}, {max(0.0, now - self.time):.1f} s ago"
+        doing = {True: ", waiting", False: ", running Python code"}.get(self.waiting, "")
+        return f"{step}{where}, {max(0.0, now - self.time):.1f} s ago{doing}"
+
+    def with_waiting(self, waiting: bool | None) -> Report:
+        """This report, saying whether the main thread waits now."""
+        return Report(self.process, self.step, self.phase, self.time, self.deadline, waiting)
 
 
 class Watchdog:
@@ -82,6 +119,7 @@ class Watchdog:
         self._enabled: bool | None = None  # set by configure(); None: decide from the run
         self._last: Report | None = None
         self._published: Report | None = None
+        self._grace_until: float | None = None  # set when firing is deferred (module docs)
 
     # The training loop's side -------------------------------------------------------
 
@@ -129,6 +167,7 @@ class Watchdog:
             return
         deadline = float(timeout) if timeout is not None else self.timeout
         self._last = Report(_process_id(), step, str(phase), time.time(), deadline)
+        self._grace_until = None
         if self._thread is None:
             self._start()
 
@@ -168,17 +207,30 @@ class Watchdog:
             last = self._last
             if last is None:
                 continue
+            if last.deadline is not None:
+                last = last.with_waiting(_main_thread_waits())
             # The deadline first: publishing talks to the coordinator, which may be the
             # very thing that hangs (and the write is bounded too, in _publish).
             if last.deadline is not None and time.time() - last.time > last.deadline:
-                self._fire(last)
-            if last is not self._published and self._publishing.acquire(blocking=False):
+                self._overdue(last)
+            if last != self._published and self._publishing.acquire(blocking=False):
                 try:
-                    if self._last is last:  # stop() may have published a newer one meanwhile
+                    if self._last is not None and self._last.time == last.time:  # not stopped
                         _publish(last)
                         self._published = last
                 finally:
                     self._publishing.release()
+
+    def _overdue(self, last: Report) -> None:
+        """Fires now, or once after ``BLAME_GRACE_S`` when another process holds the job up."""
+        now = time.time()
+        if self._grace_until is None:
+            holding = holding_up(last, self.reports(), num_processes=_num_processes())
+            if not holding:
+                self._fire(last)
+            self._grace_until = now + BLAME_GRACE_S
+        elif now >= self._grace_until:
+            self._fire(last)
 
     def _fire(self, last: Report) -> None:  # pragma: no cover - exercised in a subprocess test
         now = time.time()
@@ -193,6 +245,46 @@ class Watchdog:
 
 
 watchdog = Watchdog()
+
+
+def holding_up(mine: Report, others: dict[int, Report], *, num_processes: int) -> dict[int, str]:
+    """The processes that ``mine`` (past its deadline) waits for, each with the reason.
+
+    None when ``mine`` runs Python code itself (then it is the one stuck). A
+    process holds the job up when it is behind in the same phase, stopped
+    (outside any step, or finished), never reported, or runs Python code while
+    ``mine`` waits.
+
+    Example:
+      >>> mine = Report(0, 4, "train", 100.0, 30.0, waiting=True)
+      >>> holding_up(mine, {1: Report(1, 3, "train", 100.0, 30.0, waiting=False)},
+      ...            num_processes=2)
+      {1: 'behind: step 3 of phase train, this process is at step 4'}
+    """
+    if mine.waiting is False:
+        return {}
+    found = {}
+    for p in range(num_processes):
+        other = others.get(p)
+        if p == mine.process:
+            continue
+        if other is None:
+            found[p] = "it never reported a step"
+        elif other.deadline is None:
+            at = "" if other.step is None else f" after step {other.step}"
+            found[p] = f"outside any step{at}: its loop stopped"
+        elif other.phase == mine.phase and _behind(other.step, mine.step):
+            found[p] = (
+                f"behind: step {other.step} of phase {other.phase}, this process is at "
+                f"step {mine.step}"
+            )
+        elif other.waiting is False and mine.waiting:
+            found[p] = f"running Python code in step {other.step}, phase {other.phase!r}"
+    return found
+
+
+def _behind(step: int | None, than: int | None) -> bool:
+    return step is not None and than is not None and step < than
 
 
 def format_report(
@@ -216,6 +308,7 @@ def format_report(
         f"(deadline {mine.deadline:g} s) in {step}phase {mine.phase!r}.",
         "Other processes last reported:",
     ]
+    holding = holding_up(mine, others, num_processes=num_processes)
     for p in range(num_processes):
         if p == mine.process:
             continue
@@ -228,9 +321,16 @@ def format_report(
             and report.step < mine.step
             else ""
         )
+        if p in holding:
+            behind = "  <- holding the job up"
         lines.append(f"  process {p}: {report.describe(now) if report else 'no report'}{behind}")
     if num_processes <= 1:
         lines.append("  (none: this is the only process)")
+    for p, reason in holding.items():
+        lines.append(
+            HOLDING_UP.format(process=p, reason=reason)
+            + f"; process {mine.process} waits for it. Its output and stack show where it is."
+        )
     lines.append(
         f"Exiting with status {EXIT_CODE}. If this step is slow rather than stuck, raise the "
         f"deadline:\n{TIMEOUT_ENV}=S or phalanx.cluster.watchdog.configure(timeout=S)."
@@ -335,6 +435,19 @@ def _env_timeout() -> float | None:
         raise ValueError(
             f"{TIMEOUT_ENV} must be a number of seconds (0: off), got {raw!r}."
         ) from None
+
+
+def _main_thread_waits() -> bool | None:
+    """Whether the main thread is blocked inside JAX or the key-value client (``_WAITING_IN``).
+
+    The innermost Python frame decides: a device result, a collective or an
+    agreement waits there; a callback, a data loader or ``time.sleep`` in user
+    code does not. None when the main thread is gone.
+    """
+    frame = sys._current_frames().get(threading.main_thread().ident)
+    if frame is None:
+        return None
+    return str(frame.f_globals.get("__name__", "")).startswith(_WAITING_IN)
 
 
 def _main_thread_stack(limit: int = 8) -> str:
