@@ -27,7 +27,7 @@ from . import _activations
 from ._core_layers import InputLayer
 from ._layer import Layer, format_shape, shapes_match, snake_case
 from ._logits import Logits
-from ._symbolic import KerasTensor, Node, _symbolic_inputs, is_symbolic, shape_of
+from ._symbolic import KerasTensor, Node, is_symbolic
 
 
 class _Ref:
@@ -226,7 +226,7 @@ class Functional(nnx.Module):
             if isinstance(layer, InputLayer):
                 layer.build(layer.declared_input_shape)
             elif not layer.built:
-                layer.build(shape_of(_symbolic_inputs(layer, node.args, node.kwargs)), rngs)
+                layer.build(layer._build_shapes(*node.args, **node.kwargs), rngs)
 
     def _describe_connections(self, nodes: list[Node]) -> dict[str, str]:
         """For ``summary()``: each layer's inbound tensors, Keras's ``name[node][tensor]``."""

@@ -212,6 +212,13 @@ class Layer(Regularized, nnx.Module):
         """The per-example shape(s) of a batch ``x`` (what ``build`` takes)."""
         return tuple(x.shape[1:])
 
+    def _build_shapes(self, x: Any, *args: Any, **kwargs: Any) -> Any:
+        """What ``build`` takes for the call ``layer(x, *args, **kwargs)`` (arrays or symbolic).
+
+        Layers with several inputs (``MultiHeadAttention``) override it.
+        """
+        return self._input_shape_of(x)
+
     def check_input(self, x: Any) -> None:
         """Raises :class:`LayerShapeError` when a batch ``x`` does not fit the built layer."""
         received = tuple(x.shape[1:])
@@ -258,7 +265,8 @@ class Layer(Regularized, nnx.Module):
                 )
             x = jax.tree.map(lambda a: a if _is_traced(a) else jnp.asarray(a), x)
             self.build(
-                self._input_shape_of(x), _RANDOM.build_rngs[-1] if _RANDOM.build_rngs else None
+                self._build_shapes(x, *args, **kwargs),
+                _RANDOM.build_rngs[-1] if _RANDOM.build_rngs else None,
             )
         self.check_input(x)
         training = bool(training)

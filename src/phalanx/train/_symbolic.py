@@ -128,14 +128,16 @@ def call_symbolic(layer: Layer, x: Any, args: tuple, kwargs: dict, *, training) 
     """
     all_args = (x, *args)
     _check_args(layer, all_args, kwargs)
-    shape = layer._normalize_input_shape(shape_of(_symbolic_inputs(layer, all_args, kwargs)))
+    shape = layer._normalize_input_shape(layer._build_shapes(*all_args, **kwargs))
     if layer.built and not _shapes_compatible(layer.built_input_shape, shape):
         raise layer._error(
             f"was built for inputs of shape {layer.built_input_shape}, and is now called "
             f"on symbolic inputs of shape {shape}."
         )
     layer._check_input_shape(shape)
-    out_shape = layer._normalize_output_shape(layer.compute_output_shape(shape))
+    hook = getattr(layer, "_symbolic_output_shape", None)  # outputs that depend on kwargs
+    out_shape = hook(shape, kwargs) if hook is not None else layer.compute_output_shape(shape)
+    out_shape = layer._normalize_output_shape(out_shape)
     node = Node(layer, all_args, dict(kwargs), training)
     dtype = _output_dtype(layer, all_args)
     if isinstance(out_shape, list):
@@ -144,12 +146,6 @@ def call_symbolic(layer: Layer, x: Any, args: tuple, kwargs: dict, *, training) 
         return list(node.outputs)
     node.outputs = [KerasTensor(out_shape, dtype, node, 0)]
     return node.outputs[0]
-
-
-def _symbolic_inputs(layer: Layer, args: tuple, kwargs: dict) -> Any:
-    """What the layer builds from: its first input, or what ``_symbolic_build_input`` picks."""
-    pick = getattr(layer, "_symbolic_build_input", None)
-    return pick(args, kwargs) if pick is not None else args[0]
 
 
 def _shapes_compatible(a: Any, b: Any) -> bool:

@@ -6,6 +6,10 @@ learns its input shape (``build``). Stack them in :class:`phalanx.train.Sequenti
 """
 
 from ._activations import get as get_activation
+from ._attention import MultiHeadAttention as MultiHeadAttention
+from ._conv1d_layers import Conv1D as Conv1D
+from ._conv1d_layers import GlobalAveragePooling1D as GlobalAveragePooling1D
+from ._conv1d_layers import GlobalMaxPooling1D as GlobalMaxPooling1D
 from ._conv_layers import AveragePooling2D as AveragePooling2D
 from ._conv_layers import Conv2D as Conv2D
 from ._conv_layers import GlobalAveragePooling2D as GlobalAveragePooling2D
@@ -18,6 +22,13 @@ from ._core_layers import Flatten as Flatten
 from ._core_layers import Input as Input
 from ._core_layers import InputLayer as InputLayer
 from ._core_layers import Reshape as Reshape
+from ._dropout_layers import GaussianDropout as GaussianDropout
+from ._dropout_layers import GaussianNoise as GaussianNoise
+from ._dropout_layers import SpatialDropout1D as SpatialDropout1D
+from ._dropout_layers import SpatialDropout2D as SpatialDropout2D
+from ._image_layers import GlobalMaxPooling2D as GlobalMaxPooling2D
+from ._image_layers import ZeroPadding1D as ZeroPadding1D
+from ._image_layers import ZeroPadding2D as ZeroPadding2D
 from ._layer import Layer as Layer
 from ._merge_layers import Add as Add
 from ._merge_layers import Average as Average
@@ -33,15 +44,21 @@ __all__ = [
     "Activation",
     "Add",
     "Average",
-    "Concatenate",
     "AveragePooling2D",
     "BatchNormalization",
+    "Concatenate",
+    "Conv1D",
     "Conv2D",
     "Dense",
     "Dropout",
     "Embedding",
     "Flatten",
+    "GaussianDropout",
+    "GaussianNoise",
+    "GlobalAveragePooling1D",
     "GlobalAveragePooling2D",
+    "GlobalMaxPooling1D",
+    "GlobalMaxPooling2D",
     "Input",
     "InputLayer",
     "Layer",
@@ -49,8 +66,13 @@ __all__ = [
     "MaxPooling2D",
     "Maximum",
     "Minimum",
+    "MultiHeadAttention",
     "Multiply",
     "Reshape",
+    "SpatialDropout1D",
+    "SpatialDropout2D",
     "Subtract",
+    "ZeroPadding1D",
+    "ZeroPadding2D",
     "get_activation",
 ]
