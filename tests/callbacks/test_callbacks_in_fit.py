@@ -114,3 +114,16 @@ def test_predict_batch_end_logs_hold_that_executions_outputs(make_model):
     predictions = model.predict(X, batch_size=8, callbacks=[spy], verbose=0)
     assert [len(outputs) for outputs in seen] == [16, 16]  # 2 steps of 8 examples each
     np.testing.assert_array_equal(np.concatenate(seen), predictions)
+
+
+def test_stop_training_is_read_after_each_batch(model):
+    """As Keras: set before an epoch's first batch (``on_epoch_begin``), it stops after that batch."""
+    ends = []
+
+    def stop(epoch, logs):
+        model.stop_training = True
+
+    spy = LambdaCallback(on_epoch_begin=stop, on_train_batch_end=lambda b, logs: ends.append(b))
+    history = fit(model, [spy], epochs=3)
+    assert ends == [0]
+    assert history.epoch == [0] and len(history.history["loss"]) == 1

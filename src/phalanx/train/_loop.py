@@ -42,12 +42,14 @@ def pipelined(
     dispatch (when a callback may stop training or read the weights after a
     batch, as Keras does: then nothing runs past that batch). When
     ``should_stop()`` turns true, no more executions start; the last
-    dispatched one is still fetched.
+    dispatched one is still fetched. As in Keras, it is read after each
+    execution, not before the first (a stop set in ``on_epoch_begin`` lets
+    one execution run).
     """
     pending = None
     with _watched(phase) as beat:
-        for ex in executions:
-            if should_stop is not None and should_stop():
+        for k, ex in enumerate(executions):
+            if k and should_stop is not None and should_stop():
                 break
             beat(ex.first_step)
             result = dispatch(ex)
