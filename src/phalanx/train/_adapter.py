@@ -593,7 +593,8 @@ def make_adapter(
     """The adapter for what ``fit``/``evaluate``/``predict`` were given (Keras's rules).
 
     Raises:
-      ValueError: ``y`` or ``batch_size`` given with a dataset, or a bad ``batch_size``.
+      ValueError: ``y`` given with a dataset, or a bad ``batch_size`` with arrays (with a
+        dataset or generator ``batch_size`` is ignored, as Keras).
       BatchNotDivisibleError: the global batch does not split over the replicas.
     """
     if is_array_like(x):
@@ -621,10 +622,8 @@ def make_adapter(
             f"When x is a {type(x).__name__} (a dataset or generator yielding (x, y) "
             "batches), pass y and sample_weight inside its batches, not as arguments."
         )
-    if batch_size is not None:
-        raise ValueError(
-            f"Do not pass batch_size with a {type(x).__name__}: it yields batches already."
-        )
+    # batch_size with a dataset or generator is ignored, as Keras 3 does (its
+    # get_data_adapter): the batches are the input's own (issue 13).
     iterable, process_local = _process_input(strategy, x)
     return IterableAdapter(
         iterable,
