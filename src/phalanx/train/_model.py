@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..distribute import Strategy, get_strategy
+from ..distribute._placement import put
 from ..errors import LabelOutOfRangeError, MissingTargetsError, ScopeError
 from . import (
     _adapter,
@@ -733,7 +734,8 @@ class Model(ModelIntrospection):
             self._pending = (manifest, arrays)  # checked and placed by _init_state
         else:
             state = _checkpointing.load_state(self._state, manifest, arrays)
-            self._state = self._strategy.replicate(state)
+            # The restored host arrays are ours alone: placed without another copy.
+            self._state = put(state, self._strategy.replicated_sharding, copy=False)
         self._position = position
 
     # -- weights ------------------------------------------------------------
