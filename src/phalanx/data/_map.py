@@ -63,7 +63,11 @@ class _Mapper:
         self.tdef: Any = "unset"
 
     def __call__(self, element: Any) -> Any:
-        out = st.normalize(st.call_unpacked(self.fn, element))
+        return self.output(st.call_unpacked(self.fn, element))
+
+    def output(self, raw: Any) -> Any:
+        """The function's output ``raw``, converted and checked."""
+        out = st.normalize(raw)
         tdef = st.treedef(out)
         if self.tdef == "unset":
             self.tdef = tdef
