@@ -26,7 +26,7 @@ def set_learning_rate(owner: str, model: Any, value: float) -> None:
 
 
 def try_learning_rate(model: Any) -> float | None:
-    """The learning rate as a float, else ``None`` (no optimizer, a schedule not yet stepped)."""
+    """The learning rate as a float, else ``None`` (no optimizer, or a rate it cannot read)."""
     try:
         return float(model.optimizer.learning_rate)
     except (AttributeError, TypeError, ValueError):

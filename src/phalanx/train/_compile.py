@@ -44,9 +44,10 @@ class CompileConfig:
 class OptimizerHandle:
     """``model.optimizer``: the compiled optimizer, with a live ``learning_rate``.
 
-    Reading ``learning_rate`` returns the value in the optimizer state now;
-    setting it writes the state (no recompilation). A schedule's rate is
-    read-only.
+    Reading ``learning_rate`` returns the value in the optimizer state now
+    (a schedule's value at ``iterations``, the rate of the next step, as
+    Keras); setting it writes the state (no recompilation). A schedule's rate
+    is read-only.
     """
 
     def __init__(self, model: Model, optimizer: Any):
@@ -58,7 +59,10 @@ class OptimizerHandle:
 
     @property
     def learning_rate(self) -> float:
-        """The current learning rate."""
+        """The current learning rate (a schedule's: its value at ``iterations``, as Keras)."""
+        schedule = getattr(self._optimizer, "learning_rate", None)
+        if callable(schedule):
+            return float(jax.device_get(schedule(self.iterations)))
         state = self._model._state
         if state is not None:
             value = _optimizers.get_learning_rate(state.opt_state)
