@@ -212,9 +212,9 @@ def test_bad_arguments_are_refused(kwargs, match):
 
 def test_unsupported_options_say_so():
     with pytest.raises(
-        NotImplementedError, match=r"profile_batch=5.*not supported.*leave profile_batch=0"
+        NotImplementedError, match=r"write_images=True.*not supported.*leave write_images=False"
     ):
-        TensorBoard(profile_batch=5)
+        TensorBoard(write_images=True)
 
 
 def test_resumed_run_continues_the_step_count(model, tmp_path):

@@ -27,6 +27,7 @@ from ..io._staging import StagedDir
 from . import _process
 from ._callback import Callback, Logs
 from ._learning_rate import try_learning_rate
+from ._profiler import ProfileWindow, parse_profile_batch
 from ._step_counter import StepCounter
 
 _writer_ids = itertools.count(1)  # event files of one process: one name each
@@ -78,12 +79,18 @@ class TensorBoard(Callback):
             (``gs://bucket/logs``), uploaded at each epoch end and at the end.
         histogram_freq: Every this many epochs, write a histogram of each
             weight array (``weights/<index>``); 0 never.
-        write_graph: Accepted for Keras compatibility; no graph is written.
+        write_graph: Write the model's config (``model.to_json()``: its layers,
+            their arguments and, for functional models, their connections) as
+            the text ``model_config`` of ``train``, shown in TensorBoard's Text
+            tab; no XLA graph is written.
         write_images: Must be ``False``.
         write_steps_per_second: Also write ``epoch_steps_per_second`` (and
             ``batch_steps_per_second`` with an integer ``update_freq``).
         update_freq: ``"epoch"``, ``"batch"`` (every step) or N steps.
-        profile_batch: Must be 0 (use ``jax.profiler`` to profile).
+        profile_batch: 0 (off), a step N, or ``(start, stop)``: a JAX profiler
+            trace of those training steps (1-based, across epochs) goes to
+            ``log_dir/train/plugins/profile/`` for TensorBoard's profile plugin
+            (``phalanx.callbacks._profiler``).
         embeddings_freq: Must be 0.
         embeddings_metadata: Must be ``None``.
 
@@ -108,13 +115,13 @@ class TensorBoard(Callback):
         write_images: bool = False,
         write_steps_per_second: bool = False,
         update_freq: str | int = "epoch",
-        profile_batch: int = 0,
+        profile_batch: int | tuple[int, int] = 0,
         embeddings_freq: int = 0,
         embeddings_metadata: Any = None,
     ) -> None:
         super().__init__()
         _refuse("write_images", write_images, False)
-        _refuse("profile_batch", profile_batch, 0)
+        self._profile = ProfileWindow(parse_profile_batch(profile_batch))
         _refuse("embeddings_freq", embeddings_freq, 0)
         _refuse("embeddings_metadata", embeddings_metadata, None)
         if (
@@ -195,10 +202,20 @@ class TensorBoard(Callback):
         """Starts counting training steps."""
         self._in_fit = True
         self._steps.reset()
+        if self.write_graph:
+            self._write_model_config()
+
+    def _write_model_config(self) -> None:
+        to_json = getattr(self.model, "to_json", None)
+        if to_json is None or not _process.is_chief():
+            return
+        text = to_json(indent=2)
+        self._writer("train").add_text("model_config", f"```\n{text}\n```", global_step=0)
 
     def on_train_end(self, logs: Logs | None = None) -> None:
         """Closes the event files."""
         self._in_fit = False
+        self._profile.close()
         self._close_writers()
 
     def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
@@ -210,11 +227,17 @@ class TensorBoard(Callback):
     def on_train_batch_begin(self, batch: int, logs: Logs | None = None) -> None:
         """Notes when the execution started (for steps per second)."""
         self._batch_start_time = time.monotonic()
+        if not self._profile.done and _process.is_chief():
+            first = self._steps.total + 1
+            last = self._steps.total + int(getattr(self.model, "steps_per_execution", 1) or 1)
+            self._profile.begin(first, last, os.path.join(self._local_log_dir(), "train"))
 
     def on_train_batch_end(self, batch: int, logs: Logs | None = None) -> None:
         """Writes ``batch_<name>`` when the steps pass a multiple of ``update_freq``."""
         previous = self._steps.total
         total = self._steps.end_execution(batch)
+        if self._profile.end(total):
+            self._upload()
         if self.update_freq == "epoch" or not self._steps.crossed(self.update_freq):
             return
         values = dict(logs or {})

@@ -228,22 +228,22 @@ class Functional(nnx.Module):
             elif not layer.built:
                 layer.build(layer._build_shapes(*node.args, **node.kwargs), rngs)
 
-    def _describe_connections(self, nodes: list[Node]) -> dict[str, str]:
-        """For ``summary()``: each layer's inbound tensors, Keras's ``name[node][tensor]``."""
+    def _describe_connections(self, nodes: list[Node]) -> dict[str, list]:
+        """Each layer's calls' inbound tensors, Keras's ``[[name, node, tensor, {}], ...]``."""
         calls: dict[int, int] = {}
         node_index: dict[int, int] = {}
         for node in nodes:
             node_index[id(node)] = calls.get(id(node.layer), 0)
             calls[id(node.layer)] = node_index[id(node)] + 1
-        out: dict[str, list[str]] = {}
+        out: dict[str, list] = {}
         for node in nodes:
             if isinstance(node.layer, InputLayer):
                 continue
             sources = [
-                f"{t.node.layer.name}[{node_index[id(t.node)]}][{t.index}]" for t in node.inputs
+                [t.node.layer.name, node_index[id(t.node)], t.index, {}] for t in node.inputs
             ]
-            out.setdefault(node.layer.name, []).extend(sources)
-        return {name: ", ".join(dict.fromkeys(src)) for name, src in out.items()}
+            out.setdefault(node.layer.name, []).append(sources)
+        return out
 
     # -- calling ---------------------------------------------------------------------
     @property
@@ -362,8 +362,13 @@ class Functional(nnx.Module):
         return sum(layer.count_params() for layer in self.layers)
 
     def connections(self, layer_name: str) -> str:
-        """The names of the layers feeding ``layer_name`` (Keras's "Connected to")."""
-        return self._connections.get(layer_name, "")
+        """The tensors feeding ``layer_name``, Keras's "Connected to": ``dense[0][0], ...``."""
+        names = [f"{n}[{i}][{j}]" for call in self.inbound_nodes(layer_name) for n, i, j, _ in call]
+        return ", ".join(dict.fromkeys(names))
+
+    def inbound_nodes(self, layer_name: str) -> list:
+        """Keras's ``inbound_nodes`` of a layer: per call, ``[[layer, node, tensor, {}], ...]``."""
+        return [[list(src) for src in call] for call in self._connections.get(layer_name, [])]
 
     def summary(self, *, line_length: int | None = None, print_fn: Any = None) -> None:
         """Prints Keras's table with a "Connected to" column: each layer's inbound layers."""

@@ -327,6 +327,37 @@ class ModelIntrospection:
         """Keras's name for ``non_trainable_weights``."""
         return self.non_trainable_weights
 
+    def get_config(self) -> dict:
+        """Keras's model config: ``name`` and ``layers`` (each ``class_name``, ``config``, and
+        for functional models ``inbound_nodes``, Keras's ``[[layer, node, tensor, {}]]``)."""
+        module = self._introspection_module()
+        inbound = getattr(module, "inbound_nodes", None)
+        layers = []
+        for layer in self.layers:
+            entry = {"class_name": type(layer).__name__, "config": layer.get_config()}
+            entry["name"] = layer.name
+            if inbound is not None:
+                entry["inbound_nodes"] = inbound(layer.name)
+            layers.append(entry)
+        return {"name": self.name, "layers": layers}
+
+    def to_json(self, **kwargs: Any) -> str:
+        """The model's config as JSON, as Keras's ``to_json`` (``kwargs`` go to ``json.dumps``).
+
+        It describes the model (``TensorBoard(write_graph=True)`` writes it); the
+        ``class_name`` is ``Sequential``, ``Functional`` or the subclass's name.
+        """
+        import json
+
+        from ._functional import Functional
+
+        module = self._module
+        kind = type(self).__name__
+        if isinstance(module, Functional):
+            kind = "Functional"
+        config = {"class_name": kind, "config": self.get_config(), "backend": "jax"}
+        return json.dumps(config, default=str, **kwargs)
+
     @property
     def trainable(self) -> bool:
         """False freezes every weight in ``fit`` (from the next ``compile``), as Keras."""

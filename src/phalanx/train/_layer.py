@@ -278,6 +278,33 @@ class Layer(Regularized, nnx.Module):
     uses_rng = False
 
     # -- Keras's introspection -------------------------------------------------------
+    _NOT_CONFIG = frozenset(
+        ("name", "built", "built_input_shape", "output_shape", "declared_input_shape")
+    )
+
+    def get_config(self) -> dict:
+        """The layer's configuration, as Keras's ``get_config()``: name, trainable, arguments.
+
+        Values are what the layer was given (ints, floats, strings, tuples);
+        an activation function or a regularizer object is given by its name.
+        It describes the layer (``TensorBoard(write_graph=True)``, ``to_json``);
+        phalanx does not rebuild layers from it.
+        """
+        config: dict = {"name": self.name, "trainable": self.trainable}
+        config["dtype"] = None if self.dtype is None else str(self.dtype)
+        for key, value in vars(self).items():
+            if key.startswith("_") or key in self._NOT_CONFIG or key in config:
+                continue
+            if isinstance(value, bool | int | float | str | type(None)):
+                config[key] = value
+            elif isinstance(value, tuple) and all(
+                isinstance(v, int | float | str | type(None) | tuple) for v in value
+            ):
+                config[key] = list(value)
+            elif callable(value) and not isinstance(value, nnx.Module):
+                config[key] = getattr(value, "__name__", type(value).__name__)
+        return config
+
     @property
     def weights(self) -> list:
         """The layer's weights (trainable, then non-trainable, in Keras's order)."""
