@@ -157,7 +157,7 @@ def _normalize_shapes(padded_shapes, tdef, flat_spec) -> list[tuple | None]:
 
 def _normalize_values(padding_values, tdef, flat_spec) -> list[Any]:
     if padding_values is None:
-        return [b"" if s.dtype.kind == "S" else 0 for s in flat_spec]
+        return [b"" if s.dtype.kind in "OS" else 0 for s in flat_spec]
     if tdef is not st.LEAF and st.treedef(padding_values) == tdef:
         return st.flatten(padding_values)
     if st.treedef(padding_values) is st.LEAF:

@@ -59,12 +59,12 @@ def _to_access(elements: list[Any]) -> RandomAccess:
     if elements:
         flats = [st.flatten(e) for e in elements]
         try:
-            leaves = [np.stack(column) for column in zip(*flats, strict=True)]
+            leaves = [st.stack(column) for column in zip(*flats, strict=True)]
         except ValueError:
             return ListAccess(elements)
         tdef = st.treedef(elements[0])
         if all(st.treedef(e) == tdef for e in elements):
-            return ArraysAccess(tdef, leaves)
+            return ArraysAccess(tdef, leaves, [isinstance(a, np.ndarray) for a in flats[0]])
     return ListAccess(elements)
 
 
@@ -180,6 +180,7 @@ def _save(path: str, elements: list[Any], store: RandomAccess) -> None:
         "treedef": st.encode_treedef(tdef),
         "leaves": len(st.flatten(elements[0])) if elements else 0,
         "bytes": strings,
+        "as_arrays": store.as_arrays if isinstance(store, ArraysAccess) else [],
     }
     arrays["__header__"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
     with _fs.atomic_write(path) as f:
@@ -228,7 +229,8 @@ def _load(path: str) -> RandomAccess | None:
                 return _decode_bytes(z, name) if name in strings else z[name]
 
             if header["stacked"]:
-                return ArraysAccess(tdef, [get(f"leaf_{j}") for j in range(k)])
+                leaves = [get(f"leaf_{j}") for j in range(k)]
+                return ArraysAccess(tdef, leaves, [bool(b) for b in header.get("as_arrays", ())])
             return ListAccess(
                 [st.unflatten(tdef, [get(f"e{i}_{j}") for j in range(k)]) for i in range(n)]
             )

@@ -17,6 +17,7 @@ component, with no Python per element (see ``_fast_path.py``).
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -103,18 +104,24 @@ class ArraysAccess(RandomAccess):
 
     materialized = True
 
-    def __init__(self, tdef: Any, leaves: list[np.ndarray]):
+    def __init__(self, tdef: Any, leaves: list[np.ndarray], as_arrays: Sequence[bool] = ()):
         self.tdef = tdef
         self.leaves = leaves
         self.n = int(leaves[0].shape[0]) if leaves else 0
+        # Leaves whose elements were arrays (0-d included) come back as arrays, not as the
+        # numpy scalar or Python object that ``a[i]`` gives (a cache yields what it was fed).
+        self.as_arrays = list(as_arrays) or [False] * len(leaves)
 
     def __len__(self) -> int:
         return self.n
 
     def get(self, i: int) -> Any:
+        values = [
+            a[i, ...] if keep else a[i] for a, keep in zip(self.leaves, self.as_arrays, strict=True)
+        ]
         if self.tdef is st.LEAF:
-            return self.leaves[0][i]
-        return st.unflatten(self.tdef, [a[i] for a in self.leaves])
+            return values[0]
+        return st.unflatten(self.tdef, values)
 
     def gather(self, idx: np.ndarray) -> Any:
         if self.tdef is st.LEAF:
@@ -143,7 +150,7 @@ def stack_elements(
     out = []
     for j, column in enumerate(zip(*flats, strict=True)):
         try:
-            out.append(np.stack(column))
+            out.append(st.stack(column))
         except ValueError:
             shape0 = np.shape(column[0])
             bad = next(i for i, c in enumerate(column) if np.shape(c) != shape0)

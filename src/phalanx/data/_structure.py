@@ -116,6 +116,9 @@ def to_array(x: Any) -> Any:
 
     numpy arrays and scalars keep their dtype; Python floats become float32,
     Python ints int64 and Python strings UTF-8 bytes, as TensorFlow does.
+    Strings become ``object`` arrays of exact ``bytes``: numpy's fixed-width
+    ``'S'`` dtype drops trailing zero bytes, which corrupts serialized records
+    (a ``tf.string`` keeps every byte).
     """
     if isinstance(x, np.ndarray | np.generic):
         return x
@@ -132,14 +135,51 @@ def to_array(x: Any) -> Any:
         return a.astype(np.float32)
     if a.dtype.kind == "i" and a.dtype != np.int64:
         return a.astype(np.int64)
-    if a.dtype.kind == "U":
-        return np.char.encode(a, "utf-8")
+    if a.dtype.kind in "SU":
+        return _exact_bytes(np.array(x, dtype=object))
     if a.dtype == object:
         raise TypeError(
             f"phalanx.data elements must be numeric, bool or string arrays; got an object array "
             f"from {type(x).__name__} {x!r:.80}. Convert it with numpy first."
         )
     return a
+
+
+_to_bytes = np.frompyfunc(lambda v: v.encode("utf-8") if isinstance(v, str) else bytes(v), 1, 1)
+
+
+def _exact_bytes(a: np.ndarray) -> np.ndarray:
+    """An ``object`` array of ``bytes`` (``str`` encoded as UTF-8) of ``a``'s shape."""
+    return np.asarray(_to_bytes(a), dtype=object).reshape(a.shape)
+
+
+def is_string(x: Any) -> bool:
+    """Whether a leaf holds strings: ``bytes``/``str`` or a string or object array."""
+    return isinstance(x, bytes | str) or (
+        isinstance(x, np.ndarray | np.generic) and x.dtype.kind in "OSU"
+    )
+
+
+def stack(column: Sequence[Any]) -> np.ndarray:
+    """``np.stack`` of one component's values; strings stack into an ``object`` array.
+
+    ``np.stack`` of ``bytes`` makes a fixed-width ``'S'`` array, which drops
+    trailing zero bytes: string columns keep their exact bytes instead.
+    Raises ``ValueError`` when the values' shapes differ (as ``np.stack``).
+    """
+    if not is_string(column[0]):
+        return np.stack(column)
+    shape = np.shape(column[0])
+    out = np.empty((len(column), *shape), object)
+    for i, v in enumerate(column):
+        if np.shape(v) != shape:
+            raise ValueError(
+                f"all input arrays must have the same shape, got {shape} and {np.shape(v)}"
+            )
+        out[i, ...] = v.encode("utf-8") if isinstance(v, str) else v
+    if any(isinstance(v, np.ndarray) and v.dtype.kind == "U" for v in column):
+        out = _exact_bytes(out)
+    return out
 
 
 def normalize(x: Any) -> Any:
