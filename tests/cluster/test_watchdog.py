@@ -162,3 +162,28 @@ def test_fires_on_a_stuck_step_across_processes():
     other = 1 - int(fired.group(1))
     assert f"process {other}: step 3, phase 'train'" in out
     assert "its watchdog fired" in err
+
+
+def test_the_launcher_reads_whom_a_failed_process_waited_for():
+    """A watchdog's verdict, or an agreement that timed out, names the process waited for."""
+    from phalanx.cluster._launcher import _Child, _waited_for
+
+    def child(*lines):
+        c = _Child(0, popen=None)
+        c.tail.extend(lines)
+        return c
+
+    verdict = (
+        "phalanx watchdog: process 1 is holding the job up (outside any step after step 7: its "
+        "loop stopped); process 0 waits for it. Its output and stack show where it is."
+    )
+    assert _waited_for(child("[x]", verdict)) == (
+        1,
+        "outside any step after step 7: its loop stopped",
+    )
+    missing = (
+        "phalanx.errors.ProcessesMissingError: Process 0 waited 120 s for processes [2, 3] to "
+        "report whether they had another batch (0/4); they never did."
+    )
+    assert _waited_for(child(missing)) == (2, "it never reported to an agreement")
+    assert _waited_for(child("Traceback (most recent call last):", "ValueError: boom")) is None
