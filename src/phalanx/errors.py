@@ -57,6 +57,14 @@ class DistributedValueError(PhalanxError, ValueError):
     """A value given to ``reduce``/``gather`` is not of the kind or shape expected."""
 
 
+class RunArgumentError(PhalanxError, TypeError):
+    """``strategy.run`` got an ``fn``, ``args`` or ``kwargs`` it cannot use (not callable, not arrays)."""
+
+
+class DistributedInputError(DistributedValueError, TypeError):
+    """Distributed input got a dataset function, dataset or option of the wrong kind."""
+
+
 class DataLossError(PhalanxError, OSError):
     """A record file is damaged (TensorFlow's ``DataLossError``): the message names the file and offset."""
 

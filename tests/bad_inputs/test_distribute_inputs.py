@@ -6,7 +6,15 @@ import pytest
 from catalog import Case, run
 
 import phalanx
-from phalanx.errors import BatchNotDivisibleError, DistributedValueError, RunCompilationError
+from phalanx.distribute import InputOptions, InputReplicationMode
+from phalanx.errors import (
+    BatchNotDivisibleError,
+    DistributedInputError,
+    DistributedValueError,
+    NotCheckpointableError,
+    RunArgumentError,
+    RunCompilationError,
+)
 
 
 @pytest.fixture(scope="module")
@@ -87,8 +95,77 @@ CASES = [
     Case(
         "run given an object",
         _run(lambda t: 1.0, Text()),
-        RunCompilationError,
+        RunArgumentError,
         r"strategy.run arguments must be arrays .*got Text",
+    ),
+    Case(
+        "run of a non-callable",
+        lambda s: s.run(3),
+        RunArgumentError,
+        r"expects a callable fn, got int",
+    ),
+    Case(
+        "run with args not a tuple",
+        lambda s: s.run(lambda x: x, args=np.ones(2)),
+        RunArgumentError,
+        r"takes args as a tuple, got ndarray; write args=\(x,\)",
+    ),
+    Case(
+        "run with kwargs not a dict",
+        lambda s: s.run(lambda x: x, args=(), kwargs=[1]),
+        RunArgumentError,
+        r"takes kwargs as a dict, got list",
+    ),
+    # distributed input
+    Case(
+        "InputOptions PER_REPLICA",
+        lambda s: InputOptions(experimental_replication_mode=InputReplicationMode.PER_REPLICA),
+        DistributedValueError,
+        r"PER_REPLICA\) is not supported.*Use PER_WORKER",
+    ),
+    Case(
+        "InputOptions place on device",
+        lambda s: InputOptions(experimental_place_dataset_on_device=True),
+        DistributedValueError,
+        r"experimental_place_dataset_on_device=True is not supported",
+    ),
+    Case(
+        "InputOptions buffer 0",
+        lambda s: InputOptions(experimental_per_replica_buffer_size=0),
+        DistributedValueError,
+        r"experimental_per_replica_buffer_size must be >= 1, got 0",
+    ),
+    Case(
+        "InputOptions partial_batch",
+        lambda s: InputOptions(partial_batch="keep"),
+        DistributedValueError,
+        r"partial_batch must be one of \('error', 'drop', 'pad'\), got 'keep'",
+    ),
+    Case(
+        "stacked 0 steps",
+        lambda s: s.experimental_distribute_dataset(phalanx.data.Dataset.range(4).batch(2)).stacked(
+            0
+        ),
+        DistributedValueError,
+        r"stacked\(num_steps\) needs a positive int, got 0",
+    ),
+    Case(
+        "datasets_from_function of a dataset",
+        lambda s: s.distribute_datasets_from_function(phalanx.data.Dataset.range(4)),
+        DistributedInputError,
+        r"expects a function of an InputContext, got RangeDataset",
+    ),
+    Case(
+        "dataset_fn returns a number",
+        lambda s: s.distribute_datasets_from_function(lambda ctx: 5),
+        DistributedInputError,
+        r"dataset_fn must return a Dataset .*got int",
+    ),
+    Case(
+        "state of a plain iterable",
+        lambda s: iter(s.experimental_distribute_dataset([np.zeros(2)])).get_state(),
+        NotCheckpointableError,
+        r"not checkpointable: it has no get_state",
     ),
     # PerReplica and what uses it
     Case(

@@ -50,7 +50,12 @@ from ..data import Dataset
 from ..data._iterator import DatasetIterator
 from ..data._prefetch import background
 from ..data._structure import TensorSpec
-from ..errors import BatchNotDivisibleError, DistributedValueError
+from ..errors import (
+    BatchNotDivisibleError,
+    DistributedInputError,
+    DistributedValueError,
+    NotCheckpointableError,
+)
 
 if TYPE_CHECKING:
     from ._strategy import Strategy
@@ -92,20 +97,22 @@ class InputOptions:
 
     def __post_init__(self):
         if self.experimental_replication_mode is not InputReplicationMode.PER_WORKER:
-            raise ValueError(
+            raise DistributedValueError(
                 "InputOptions(experimental_replication_mode=PER_REPLICA) is not supported: "
                 "phalanx runs one input pipeline per process. Use PER_WORKER."
             )
         if self.experimental_place_dataset_on_device:
-            raise ValueError(
+            raise DistributedValueError(
                 "experimental_place_dataset_on_device=True is not supported; batches are "
                 "copied ahead by a background thread (experimental_fetch_to_device=True)."
             )
         size = self.experimental_per_replica_buffer_size
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ValueError(f"experimental_per_replica_buffer_size must be >= 1, got {size!r}.")
+            raise DistributedValueError(
+                f"experimental_per_replica_buffer_size must be >= 1, got {size!r}."
+            )
         if self.partial_batch not in _PARTIAL:
-            raise ValueError(
+            raise DistributedValueError(
                 f"partial_batch must be one of {_PARTIAL}, got {self.partial_batch!r}."
             )
 
@@ -197,7 +204,9 @@ class DistributedDataset:
           ValueError: ``num_steps`` is not a positive int.
         """
         if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
-            raise ValueError(f"stacked(num_steps) needs a positive int, got {num_steps!r}.")
+            raise DistributedValueError(
+                f"stacked(num_steps) needs a positive int, got {num_steps!r}."
+            )
         out = DistributedDataset(
             self._strategy, self._dataset, self._options, per_process_batch=self._per_process_batch
         )
@@ -321,7 +330,7 @@ class DistributedIterator:
         else:
             state = self._it.get_state()["child"]
         if state is None:
-            raise TypeError(
+            raise NotCheckpointableError(
                 "This dataset's iterator is not checkpointable: it has no get_state (a plain "
                 "Python iterable). Use a phalanx.data.Dataset."
             )
@@ -337,7 +346,7 @@ class DistributedIterator:
           RuntimeError: batches were already taken from this iterator.
         """
         if getattr(self._it, "thread", None) is not None:
-            raise RuntimeError(
+            raise NotCheckpointableError(
                 "set_state must be called on a fresh iterator, before its first batch: "
                 "it = iter(dist_dataset); it.set_state(state)."
             )
@@ -509,7 +518,7 @@ def distribute_dataset(
         from ..data import auto_shard
 
         if options.partial_batch != "error":
-            raise ValueError(
+            raise DistributedValueError(
                 f"InputOptions(partial_batch={options.partial_batch!r}) is not supported with "
                 f"{processes} processes: a partial global batch can split unevenly over the "
                 "processes, which would then take different numbers of steps. Batch the "
@@ -544,14 +553,14 @@ def distribute_datasets_from_function(
     """``strategy.distribute_datasets_from_function``: one pipeline of per-replica batches per process."""
     options = options or InputOptions()
     if not callable(dataset_fn):
-        raise TypeError(
+        raise DistributedInputError(
             f"distribute_datasets_from_function expects a function of an InputContext, got "
             f"{type(dataset_fn).__name__}."
         )
     ctx = InputContext(strategy._num_processes, strategy._process_id, strategy.num_replicas_in_sync)
     dataset = dataset_fn(ctx)
     if not hasattr(dataset, "__iter__"):
-        raise TypeError(
+        raise DistributedInputError(
             f"dataset_fn must return a Dataset (or an iterable of batches), got "
             f"{type(dataset).__name__}."
         )

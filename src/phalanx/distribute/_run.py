@@ -55,7 +55,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from ..errors import RunCompilationError
+from ..errors import RunArgumentError, RunCompilationError
 from ._context import enter_replica_context
 from ._replica_context import ReplicaContext
 from ._values import PerReplica, check_replica_axis, is_distributed_value
@@ -103,7 +103,7 @@ def _classify(strategy: Strategy, leaf: Any, wrapper: type | None) -> _Leaf:
     if wrapper is None and isinstance(leaf, _STATIC_TYPES):
         return _Leaf(STATIC, (type(leaf), leaf))
     if not hasattr(leaf, "shape") or not hasattr(leaf, "dtype"):
-        raise RunCompilationError(
+        raise RunArgumentError(
             "strategy.run arguments must be arrays (jax or numpy), pytrees of them, "
             f"PerReplica/Mirrored values, or Python scalars; got {type(leaf).__name__}: "
             f"{leaf!r:.80}."

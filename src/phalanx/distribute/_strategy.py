@@ -20,7 +20,7 @@ import numpy as np
 from jax.sharding import AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ..errors import BatchNotDivisibleError, DistributedValueError
+from ..errors import BatchNotDivisibleError, DistributedValueError, RunArgumentError
 from . import _input
 from ._context import enter_scope
 from ._input import DistributedDataset, InputContext, InputOptions
@@ -310,14 +310,16 @@ class Strategy:
           [0, 2, 4]
         """
         if not callable(fn):
-            raise TypeError(f"strategy.run expects a callable fn, got {type(fn).__name__}.")
+            raise RunArgumentError(f"strategy.run expects a callable fn, got {type(fn).__name__}.")
         if not isinstance(args, tuple | list):
-            raise TypeError(
+            raise RunArgumentError(
                 f"strategy.run takes args as a tuple, got {type(args).__name__}; "
                 "write args=(x,) for a single argument."
             )
         if kwargs is not None and not isinstance(kwargs, dict):
-            raise TypeError(f"strategy.run takes kwargs as a dict, got {type(kwargs).__name__}.")
+            raise RunArgumentError(
+                f"strategy.run takes kwargs as a dict, got {type(kwargs).__name__}."
+            )
         return self._runs.run(fn, tuple(args), dict(kwargs or {}))
 
     def _stacked(self, value: Any):
