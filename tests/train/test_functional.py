@@ -208,3 +208,25 @@ def test_input_dtype_and_embedding():
 def test_sequential_still_takes_input():
     model = phalanx.Sequential([layers.Input(shape=(3,)), layers.Dense(2)])
     assert model.built and model.count_params() == 8
+
+
+def test_loss_weights_weigh_each_outputs_loss():
+    x, y = _data(32)
+    w0 = _two_in_two_out().get_weights()
+    totals = []
+    for weights in (None, {"cls": 1.0, "reg": 0.0}):
+        model = _two_in_two_out()
+        model.set_weights(w0)
+        model.compile(
+            optimizer="sgd",
+            loss={"cls": "sparse_categorical_crossentropy", "reg": "mse"},
+            loss_weights=weights,
+        )
+        totals.append(model.evaluate(x, y, verbose=0))
+    only_cls = _two_in_two_out()
+    only_cls.set_weights(w0)
+    only_cls.compile(optimizer="sgd", loss={"cls": "sparse_categorical_crossentropy", "reg": None})
+    np.testing.assert_allclose(totals[1], only_cls.evaluate(x, y, verbose=0), rtol=1e-6)
+    assert totals[0] > totals[1]
+    with pytest.raises(ValueError, match="loss_weights.*several outputs"):
+        only_cls.compile(optimizer="sgd", loss="mse", loss_weights=[1.0])

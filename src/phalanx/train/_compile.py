@@ -98,14 +98,25 @@ class OptimizerHandle:
 
 
 def resolve_compile(
-    optimizer: Any, loss: Any, metrics: Sequence[Any] | None, steps_per_execution: int, seed: int
+    optimizer: Any,
+    loss: Any,
+    metrics: Sequence[Any] | None,
+    steps_per_execution: int,
+    seed: int,
+    *,
+    loss_weights: Any = None,
 ) -> CompileConfig:
     """Resolves ``compile``'s arguments; raises with the accepted names on a mistake."""
     opt = _optimizers.get(optimizer)
     tx = opt if isinstance(opt, optax.GradientTransformation) else opt.to_optax()
     if _multi_output.is_multi(loss):  # a loss per output (list or dict), as Keras
-        loss_fn, resolved = _multi_output.resolve(loss, metrics)
+        loss_fn, resolved = _multi_output.resolve(loss, metrics, loss_weights)
     else:
+        if loss_weights is not None:
+            raise ValueError(
+                f"loss_weights={loss_weights!r} weighs the losses of a model with several "
+                "outputs: give loss as a list or dict (one per output) too."
+            )
         loss_fn = None if loss is None else _losses.get(loss)
         if metrics is not None and not isinstance(metrics, list | tuple):
             raise TypeError(

@@ -179,6 +179,7 @@ class Model(ModelIntrospection):
         steps_per_execution: int = 1,
         jit_compile: bool = True,
         seed: int = 0,
+        loss_weights: Any = None,
     ) -> None:
         """Configures the model for training (Keras's ``compile``).
 
@@ -195,6 +196,8 @@ class Model(ModelIntrospection):
             execution once, with every step counted.
           jit_compile: must be True: every step is compiled by XLA.
           seed: the seed of the dropout keys and of ``fit``'s shuffling.
+          loss_weights: with a loss per output (a list or dict), the weight of
+            each output's loss in the total, as Keras.
 
         Raises:
           ValueError: an argument is out of range.
@@ -210,7 +213,9 @@ class Model(ModelIntrospection):
         if steps_per_execution < 1:
             raise ValueError(f"steps_per_execution must be >= 1, got {steps_per_execution}.")
         self._adopt_current_strategy()
-        self._config = resolve_compile(optimizer, loss, metrics, steps_per_execution, seed)
+        self._config = resolve_compile(
+            optimizer, loss, metrics, steps_per_execution, seed, loss_weights=loss_weights
+        )
         if steps_per_execution == 1 and getattr(self._strategy, "recommends_fused_steps", False):
             log.warning(
                 "phalanx: %r runs each step as its own program; compile(..., "
