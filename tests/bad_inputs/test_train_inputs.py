@@ -134,6 +134,21 @@ CASES = [
         FitInputError,
         r"fit's x is a Python tuple of 8 rows",
     ),
+    Case(
+        "fit epochs 0", _fit(X, Y, epochs=0), FitInputError, r"epochs must be a positive int, got 0"
+    ),
+    Case(
+        "fit validation_freq 0",
+        _fit(X, Y, validation_freq=0),
+        FitInputError,
+        r"validation_freq must be a positive int, got 0",
+    ),
+    Case(
+        "fit given an input function",
+        _fit(lambda: (X, Y)),
+        FitInputError,
+        r"fit\(\) got the function <lambda>, not data.*Call it",
+    ),
     # numbers of examples
     Case(
         "fit x and y rows differ",

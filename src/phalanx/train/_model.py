@@ -49,7 +49,7 @@ from . import (
 )
 from ._compile import CompileConfig, resolve_compile
 from ._introspection import ModelIntrospection, trainable_filter
-from ._validate import check_inputs, check_learning_rate
+from ._validate import FitInputError, check_inputs, check_learning_rate
 
 log = logging.getLogger("phalanx")
 
@@ -846,7 +846,7 @@ def _check_not_a_function(x, method: str, argument: str = "") -> None:
     """Refuses an input function (Estimator's ``input_fn``): Keras takes its dataset."""
     if callable(x) and not hasattr(x, "__iter__") and not hasattr(x, "__next__"):
         name = getattr(x, "__name__", type(x).__name__)
-        raise TypeError(
+        raise FitInputError(
             f"{method}() got the function {name}, not data: Keras methods take the dataset "
             f"an input function returns. Call it: {method}({argument}{name}())."
         )
@@ -854,4 +854,4 @@ def _check_not_a_function(x, method: str, argument: str = "") -> None:
 
 def _check_positive_int(value, name: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}.")
+        raise FitInputError(f"{name} must be a positive int, got {value!r}.")
