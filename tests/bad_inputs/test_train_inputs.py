@@ -187,6 +187,12 @@ CASES = [
         r"fit's validation_data inputs .*y has 3",
     ),
     Case(
+        "fit validation_data a str",
+        _fit(X, Y, validation_data="val.tfrecord"),
+        FitInputError,
+        r"fit's validation_data x is a str \('val.tfrecord'\)",
+    ),
+    Case(
         "fit validation_data sample_weight",
         _fit(X, Y, validation_data=(X, Y, np.ones(3))),
         FitInputError,

@@ -38,9 +38,11 @@ def check_inputs(
       validation_data: ``fit``'s ``(x_val, y_val[, sample_weight_val])``, checked alike.
     """
     _check_one(x, y, sample_weight, where=f"{where}'s")
-    if isinstance(validation_data, tuple | list) and 1 <= len(validation_data) <= 3:
+    if isinstance(validation_data, tuple) and 1 <= len(validation_data) <= 3:
         parts = (*validation_data, None, None)[:3]
         _check_one(*parts, where=f"{where}'s validation_data")
+    elif validation_data is not None:  # fit reads anything else as x alone (Keras's rule)
+        _check_one(validation_data, None, None, where=f"{where}'s validation_data")
 
 
 def _check_one(x: Any, y: Any, sample_weight: Any, *, where: str) -> None:
