@@ -23,6 +23,9 @@ The ratio columns are phalanx / TensorFlow. Then phalanx alone: ``fit(x, y,
 epochs=1)`` called 10 times, and ``fit`` with a validation pass every epoch,
 against one long ``fit`` in the same process (steady state = 1.0).
 
+``--before SRC`` also runs another phalanx (``PYTHONPATH=SRC``, e.g. an
+older commit's ``src``) in the same rounds: the ``x`` column is this one over it.
+
 TensorFlow runs when ``tensorflow`` and ``tf_keras`` import in this
 interpreter (``pip install -e ".[bench]"``) or in the one ``--tf-python``
 names (a separate environment, so that TensorFlow's pins do not touch
@@ -328,12 +331,15 @@ def child(framework: str, devices: int, epochs: int, pattern: str) -> None:
     print(json.dumps(out))
 
 
-def _spawn(python: str, framework: str, devices: int, epochs: int, pattern: str) -> dict:
+def _spawn(python, framework, devices, epochs, pattern, before=None) -> dict:
     env = dict(
         os.environ,
         JAX_PLATFORMS="cpu",
         XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
     )
+    if framework == "before":  # phalanx from another source tree
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [before, env.get("PYTHONPATH")]))
+        framework = "phalanx"
     args = [python, __file__, "--child", framework, "--devices", str(devices)]
     args += ["--epochs", str(epochs), "--pattern", pattern]
     done = subprocess.run(args, env=env, capture_output=True, text=True)
@@ -359,6 +365,11 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tf-python", default=os.environ.get("BENCH_TF_PYTHON"))
+    parser.add_argument(
+        "--before",
+        default=None,
+        help="a src/ folder of another phalanx (e.g. an older commit): run it too, same rounds",
+    )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--devices", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--pattern", default="", help=argparse.SUPPRESS)
@@ -367,29 +378,40 @@ def main() -> None:
         return child(args.child, args.devices, args.epochs, args.pattern)
     tf_python = _tf_python(args.tf_python)
     frameworks = FRAMEWORKS if tf_python else ("phalanx",)
-    results: dict[str, dict[str, list[float]]] = {f: {} for f in FRAMEWORKS}
+    if args.before:
+        frameworks = ("before", *frameworks)
+    results: dict[str, dict[str, list[float]]] = {f: {} for f in ("before", *FRAMEWORKS)}
     with tempfile.TemporaryDirectory() as folder:
         pattern = write_records(folder)
-        for _ in range(args.rounds):
+        for done in range(1, args.rounds + 1):
             for framework in frameworks:
-                python = sys.executable if framework == "phalanx" else tf_python
+                python = tf_python if framework in ("tf_keras", "keras3") else sys.executable
                 for devices in (1, 2):
                     if framework == "keras3" and devices == 2:
                         continue
-                    res = _spawn(python, framework, devices, args.epochs, pattern)
+                    res = _spawn(python, framework, devices, args.epochs, pattern, args.before)
                     for key, value in res.items():
                         results[framework].setdefault(key, []).append(value)
+            _report(results, done, tf_python)  # after every round: a long run shows progress
+
+
+def _report(results: dict, rounds: int, tf_python: str | None) -> None:
     med = {f: {k: statistics.median(v) for k, v in r.items()} for f, r in results.items()}
     print(f"MLP {D}-{H}-{C}, Adam, {N} examples, global batch {BATCH}; steady-state examples/s,")
-    print(f"medians of {args.rounds} rounds; ratio = phalanx / TensorFlow")
+    print(f"medians of {rounds} rounds; ratio = phalanx / TensorFlow")
     if not tf_python:
         print("TensorFlow not found (pip install -e '.[bench]', or --tf-python PATH)")
     head = f"{'pipeline':<12} {'spe':>3} {'dev':>3} {'phalanx':>9}"
+    if med["before"]:
+        head += f" {'before':>9} {'x':>5}"
     print(head + f" {'tf_keras':>9} {'ratio':>5} {'Keras 3':>9} {'ratio':>5}")
     for name, spe, devices in CASES:
         key = f"{name}|{spe}|{devices}"
         ours = med["phalanx"].get(key)
         row = f"{name:<12} {spe:>3} {devices:>3} {_fmt(ours)}"
+        if med["before"]:
+            old = med["before"].get(key)
+            row += f" {_fmt(old)} " + (f"{ours / old:>5.2f}" if ours and old else f"{'-':>5}")
         for framework in ("tf_keras", "keras3"):
             theirs = med[framework].get(key)
             ratio = f"{ours / theirs:>5.2f}" if ours and theirs else f"{'-':>5}"
@@ -397,7 +419,11 @@ def main() -> None:
         print(row)
     for key in ("fit(epochs=1) x10", "fit + validation each epoch"):
         if key in med["phalanx"]:
-            print(f"phalanx {key}: {med['phalanx'][key]:.2f} of one long fit's rate")
+            line = f"phalanx {key}: {med['phalanx'][key]:.2f} of one long fit's rate"
+            if key in med["before"]:
+                line += f" (before: {med['before'][key]:.2f})"
+            print(line)
+    print(flush=True)
 
 
 def _fmt(value: float | None) -> str:

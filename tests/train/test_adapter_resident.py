@@ -82,3 +82,24 @@ def test_a_buffer_is_reused_only_once_nothing_reads_it():
     assert d.addressable_shards[0].data.unsafe_buffer_pointer() == where_a
     np.testing.assert_array_equal(np.asarray(b), values[1])
     np.testing.assert_array_equal(np.asarray(d), values[2])
+
+
+def test_a_streamed_buffer_set_is_lent_again_only_once_jax_lets_go():
+    from phalanx.train import _adapter
+
+    sharding = NamedSharding(jax.sharding.Mesh(jax.devices()[:1], ("replica",)), P(None, "replica"))
+    spec = (jax.ShapeDtypeStruct((3, 64, 1024), np.float32),)
+    pool = _adapter._BufferPool()
+    lent = pool.take(spec)
+    lent.buffers[0][...] = 1.0
+    placed = _placement.put(lent.buffers[0].view(), sharding, copy=False, alias=True)
+    pool.lender(lent)()  # the execution finished; the device array is still alive
+    again = pool.take(spec)
+    assert again.buffers[0].ctypes.data != lent.buffers[0].ctypes.data
+    again.buffers[0][...] = 2.0
+    np.testing.assert_array_equal(np.asarray(placed), 1.0)
+    pool.lender(again)()
+    del placed
+    gc.collect()
+    reused = {pool.take(spec).buffers[0].ctypes.data for _ in range(2)}
+    assert lent.buffers[0].ctypes.data in reused  # mapped memory, no fresh pages

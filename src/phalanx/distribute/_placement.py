@@ -87,7 +87,7 @@ def host_arrays(tree: Any, *, copy: bool = False) -> Any:
     return jax.tree.map(leaf, tree)
 
 
-def put(tree: Any, sharding: Sharding, *, copy: bool = True) -> Any:
+def put(tree: Any, sharding: Sharding, *, copy: bool = True, alias: bool = False) -> Any:
     """Places ``tree``, the same value on every process, with ``sharding`` (any process count).
 
     Args:
@@ -96,10 +96,12 @@ def put(tree: Any, sharding: Sharding, *, copy: bool = True) -> Any:
       copy: copy numpy leaves first, so that the caller may write them again at
         once; pass False only for buffers whose owner keeps them unwritten until
         every execution that reads them has finished.
+      alias: let JAX alias the leaves' memory instead of copying it (CPU devices,
+        64-byte-aligned arrays; ``HostBuffer`` s, whose ``free`` says when JAX let go).
     """
     tree = host_arrays(tree, copy=copy)
     if sharding.is_fully_addressable:
-        return jax.device_put(tree, sharding)
+        return jax.device_put(tree, sharding, may_alias=True if alias else None)
     return jax.tree.map(lambda x: _put_leaf(x, sharding), tree)
 
 
@@ -141,34 +143,37 @@ def put_resident(tree: Any, sharding: Sharding) -> Any:
     return jax.tree.map(leaf, tree)
 
 
-class _Stage:
-    """One aligned host buffer; busy while anything but the pool holds its memory.
+class HostBuffer:
+    """One 64-byte-aligned host array (``buf``) that JAX may alias; ``free`` once it does not.
 
     JAX keeps a reference to the memory it aliases (one per device buffer) until
     XLA frees those buffers, after the last program that reads them, so a
     reference count above the idle one means "may still be read".
     """
 
-    def __init__(self, shape: tuple, dtype: np.dtype):
+    def __init__(self, shape: tuple, dtype: np.dtype, *, zero: bool = False):
         nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
-        self.raw = np.empty(nbytes + _ALIGN, np.uint8)
+        self.raw = (np.zeros if zero else np.empty)(nbytes + _ALIGN, np.uint8)
         off = -self.raw.ctypes.data % _ALIGN
         self.buf = self.raw[off : off + nbytes].view(dtype).reshape(shape)
         self.lent = False
         self.idle = self._refs()
 
-    def _refs(self) -> tuple[int, int]:
-        return sys.getrefcount(self.raw), sys.getrefcount(self.buf)
+    def _refs(self) -> int:
+        # The memory's owner: ``buf`` and every array made from it (views, JAX's
+        # references, whatever object JAX was given) hold it as their ``base``.
+        return sys.getrefcount(self.raw)
 
     def free(self) -> bool:
+        """Whether nothing but its owner refers to the memory (no JAX array aliases it)."""
         return not self.lent and self._refs() == self.idle
 
 
 class _Staging:
-    """``_Stage`` s by shape and dtype, reused once free; at most ``keep`` free ones kept."""
+    """``HostBuffer`` s by shape and dtype, reused once free; at most ``keep`` free ones kept."""
 
     def __init__(self, keep: int = 4):
-        self._stages: dict[tuple, list[_Stage]] = {}
+        self._stages: dict[tuple, list[HostBuffer]] = {}
         self._lock = threading.Lock()
         self._keep = keep
 
@@ -180,7 +185,7 @@ class _Staging:
             stages = self._stages.setdefault(key, [])
             stage = next((st for st in stages if st.free()), None)
             if stage is None:
-                stage = _Stage(shape, dtype)
+                stage = HostBuffer(shape, dtype)
                 stages.append(stage)
             stage.lent = True
             self._trim()

@@ -62,7 +62,7 @@ from jax.sharding import PartitionSpec as P
 from ..data import _fast_path as fp
 from ..data import _structure as st
 from ..data._prefetch import background
-from ..distribute._placement import host_array, put, put_resident
+from ..distribute._placement import HostBuffer, host_array, put, put_resident
 from ..errors import BatchNotDivisibleError, MissingTargetsError
 
 RESIDENT_LIMIT_BYTES = 2 << 30
@@ -138,7 +138,9 @@ class _Placer:
         self.multi_process = strategy._num_processes > 1
 
     def stacked_put(self, tree):
-        return put(tree, self.stacked, copy=False)
+        # alias: what is placed here is never written while a device array reads it
+        # (lent sets come back only when JAX lets go of them; gathers are fresh).
+        return put(tree, self.stacked, copy=False, alias=True)
 
     def replicated_put(self, tree):
         return put(tree, self.replicated, copy=False)
@@ -440,7 +442,9 @@ class IterableAdapter:
         ``Execution.release``, which the loop calls once every device has
         finished the program that read it: JAX may alias the memory of a numpy
         array it is given (CPU) or copy from it asynchronously (GPU), so nothing
-        writes a placed buffer before then, whatever the timing. Buffers hold
+        writes a placed buffer before then, whatever the timing; nor before JAX
+        lets go of it (``HostBuffer.free``), so on one CPU device JAX aliases the
+        set instead of copying it. Sets are kept for later ``fit`` calls. Buffers hold
         JAX's canonical dtypes (``host_array``) and are handed over as new array
         objects, so JAX never converts, nor finds a copy it cached for the same
         object. Rows past a short batch repeat a real row and are masked; steps
@@ -461,7 +465,8 @@ class IterableAdapter:
             y = y if has_y else np.zeros(size, np.float32)
             row = (x, y, sw.reshape(size), np.ones(size, np.float32))
             if buffers is None:
-                buffers = self._pool.take(self._spec(row))
+                lent = self._pool.take(self._spec(row))
+                buffers = lent.buffers
             leaves = list(zip(jax.tree.leaves(buffers), jax.tree.leaves(row), strict=True))
             for n, (buf, a) in enumerate(leaves):
                 buf[i, :size] = a
@@ -472,7 +477,7 @@ class IterableAdapter:
                     buf[i, size:] = 0 if n >= len(leaves) - 2 else a[:1]
         put = self._placer.local_put if self.process_local else self._placer.stacked_put
         placed = put(jax.tree.map(np.ndarray.view, buffers))
-        return Execution(placed, first, len(parts), tuple(sizes), self._pool.lender(buffers))
+        return Execution(placed, first, len(parts), tuple(sizes), self._pool.lender(lent))
 
     def _check_targets(self, parts: list, first: int) -> bool:
         """Whether these batches hold targets; once the first had some, every batch must."""
@@ -504,18 +509,17 @@ class _Indices(NamedTuple):
 class _BufferPool:
     """Host buffer sets for stacked batches, each lent to one execution at a time.
 
-    ``take`` lends a free set (allocating one when none is free: at most the
-    executions in flight plus those read ahead exist at once); the lender it
-    returns gives the set back. The first ``take`` fixes the spec: every
-    batch must have the same structure, shapes (but the batch size) and dtypes.
+    ``take`` lends a set (``_SETS``: one given back and no longer referenced by
+    JAX, else a new one); the lender it returns gives the set back. The first
+    ``take`` fixes the spec: every batch must have the same structure, shapes
+    (but the batch size) and dtypes.
     """
 
     def __init__(self):
         self._spec = None
-        self._free: list = []
         self._lock = threading.Lock()
 
-    def take(self, spec):
+    def take(self, spec) -> _Set:
         with self._lock:
             if self._spec != spec:
                 if self._spec is not None:
@@ -525,20 +529,57 @@ class _BufferPool:
                         "pipeline so that its batches agree."
                     )
                 self._spec = spec
-            if self._free:
-                return self._free.pop()
-        return jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), spec)
+        return _SETS.take(spec)
 
-    def lender(self, buffers) -> Callable[[], None]:
-        """A function that gives ``buffers`` back to the pool (once; later calls do nothing)."""
-        lent = [buffers]
+    def lender(self, lent: _Set) -> Callable[[], None]:
+        """A function that gives ``lent`` back (once; later calls do nothing)."""
+        pending = [lent]
 
         def release() -> None:
-            with self._lock:
-                if lent:
-                    self._free.append(lent.pop())
+            if pending:
+                _SETS.give(pending.pop())
 
         return release
+
+
+class _Set(NamedTuple):
+    key: Any
+    buffers: Any  # the pytree of arrays the batches are copied into
+    hosts: list  # their HostBuffers
+
+
+class _SharedSets:
+    """Buffer sets given back, shared by every adapter of the process (oldest first).
+
+    A set is lent again only when JAX holds no reference to its memory
+    (``HostBuffer.free``: no device array made from it is alive), so a later
+    ``fit`` reuses memory that is already mapped instead of page-faulting
+    fresh sets (as much as a step costs here). At most ``keep_bytes`` of sets
+    are kept.
+    """
+
+    def __init__(self, keep_bytes: int = 1 << 30):
+        self._back: list[_Set] = []
+        self._lock = threading.Lock()
+        self._keep = keep_bytes
+
+    def take(self, spec) -> _Set:
+        key = (jax.tree.structure(spec), tuple(jax.tree.leaves(spec)))
+        with self._lock:
+            for n, s in enumerate(self._back):
+                if s.key == key and all(h.free() for h in s.hosts):
+                    return self._back.pop(n)
+        hosts = jax.tree.map(lambda d: HostBuffer(d.shape, d.dtype, zero=True), spec)
+        return _Set(key, jax.tree.map(lambda h: h.buf, hosts), jax.tree.leaves(hosts))
+
+    def give(self, lent: _Set) -> None:
+        with self._lock:
+            self._back.append(lent)
+            while sum(h.buf.nbytes for s in self._back for h in s.hosts) > self._keep:
+                self._back.pop(0)
+
+
+_SETS = _SharedSets()
 
 
 def _input_state(it) -> Any:
