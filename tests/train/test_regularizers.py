@@ -254,3 +254,30 @@ def test_a_frozen_layer_adds_no_weight_penalty():
     np.testing.assert_allclose(
         model.losses, [0.01 * np.sum(k2**2), L1_BIAS * np.sum(np.abs(b2))], rtol=1e-6
     )
+
+
+def test_a_functional_model_collects_and_trains_its_layers_penalties(data):
+    x, y = data
+
+    def make(replicas):
+        strategy = phalanx.MirroredStrategy(devices=jax.devices()[:replicas])
+        with strategy.scope():
+            inputs = phalanx.Input(shape=(FEATURES,))
+            hidden = layers.Dense(HIDDEN, activation="relu", activity_regularizer="l1")(inputs)
+            outputs = layers.Dense(CLASSES, kernel_regularizer="l2")(hidden)
+            model = phalanx.Model(inputs, outputs)
+            model.compile(
+                optimizer=phalanx.optimizers.SGD(learning_rate=LR),
+                loss=phalanx.losses.SparseCategoricalCrossentropy(from_logits=True),
+            )
+        return model
+
+    one, two = make(1), make(2)
+    two.set_weights(one.get_weights())
+    assert len(one.losses) == 1  # the kernel's; the activity penalty comes with a call
+    one(x[:4])
+    assert len(one.losses) == 2
+    histories = [m.fit(x, y, batch_size=16, shuffle=False, verbose=0) for m in (one, two)]
+    np.testing.assert_allclose(histories[0].history["loss"], histories[1].history["loss"], 1e-5)
+    for a, b in zip(one.get_weights(), two.get_weights(), strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5)
