@@ -141,6 +141,24 @@ def test_other_layers_take_their_keras_regularizers():
     table = np.asarray(emb.embed.embedding.get_value())
     np.testing.assert_allclose(emb.losses, [0.5 * np.sum(np.abs(table))], rtol=1e-6)
     np.testing.assert_allclose(norm.losses, [0.04, 0.0], rtol=1e-6)  # gamma = ones
+    conv1d = layers.Conv1D(2, 3, kernel_regularizer="l2", activity_regularizer="l1")
+    out = conv1d(jnp.ones((2, 5, 1)))
+    kernel = np.asarray(conv1d.conv.kernel.get_value())
+    np.testing.assert_allclose(
+        conv1d.losses, [0.01 * np.sum(np.abs(out)) / 2, 0.01 * np.sum(kernel**2)], rtol=1e-5
+    )
+
+
+def test_multi_head_attention_penalizes_every_projection_and_all_outputs():
+    mha = layers.MultiHeadAttention(
+        2, 4, kernel_regularizer="l2", bias_regularizer="l1", activity_regularizer="l1"
+    )
+    query, value = jnp.ones((2, 3, 8)), jnp.full((2, 5, 8), 0.5)
+    out, scores = mha(query, value, return_attention_scores=True)
+    kernels = [np.asarray(p.kernel.get_value()) for p in mha.projections]
+    activity = 0.01 * (np.sum(np.abs(out)) + np.sum(np.abs(scores))) / 2
+    expected = [activity] + [x for k in kernels for x in (0.01 * np.sum(k**2), 0.0)]
+    np.testing.assert_allclose(mha.losses, expected, rtol=1e-5)
 
 
 # -- fit ---------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from . import _initializers
+from . import _initializers, _regularizers
 from ._layer import Layer, Shape, format_shape, normalize_shape
 
 
@@ -32,6 +32,11 @@ class _Projection(Layer):
 
     ``kernel`` has shape ``input_shape[-contract:] + out_dims``, ``bias`` ``out_dims``.
     """
+
+    _weight_regularizer_paths = (
+        ("kernel_regularizer", ("kernel",)),
+        ("bias_regularizer", ("bias",)),
+    )
 
     def __init__(self, out_dims, contract, use_bias, kernel_initializer, bias_initializer, name):
         super().__init__(name=name)
@@ -81,6 +86,10 @@ class MultiHeadAttention(Layer):
       kernel_initializer: default ``glorot_uniform``.
       bias_initializer: default ``zeros``.
       seed: an int folded into the dropout key.
+      kernel_regularizer: a penalty on each projection's kernel (query, key, value,
+        output), keyword-only.
+      bias_regularizer: a penalty on each projection's bias, keyword-only.
+      activity_regularizer: a penalty on the layer's output(s), divided by the batch size.
       name: the layer's name.
 
     Example:
@@ -105,6 +114,9 @@ class MultiHeadAttention(Layer):
         bias_initializer: Any = "zeros",
         seed: int | None = None,
         *,
+        kernel_regularizer: Any = None,
+        bias_regularizer: Any = None,
+        activity_regularizer: Any = None,
         name: str | None = None,
         dtype: Any = None,
     ):
@@ -130,6 +142,9 @@ class MultiHeadAttention(Layer):
         self.kernel_initializer = kernel_initializer
         self.bias_initializer = bias_initializer
         self.seed = seed
+        self.kernel_regularizer = _regularizers.get(kernel_regularizer)
+        self.bias_regularizer = _regularizers.get(bias_regularizer)
+        self.activity_regularizer = _regularizers.get(activity_regularizer)
         self.projections = nnx.data(None)
 
     @property
@@ -197,6 +212,9 @@ class MultiHeadAttention(Layer):
         key = _Projection((heads, self.key_dim), 1, name="key", **common)
         value = _Projection((heads, self.value_dim), 1, name="value", **common)
         out = _Projection((self.output_dim or q[-1],), 2, name="attention_output", **common)
+        for projection in (query, key, value, out):
+            projection.kernel_regularizer = self.kernel_regularizer
+            projection.bias_regularizer = self.bias_regularizer
         query.build(q, rngs)
         key.build(k, rngs)
         value.build(v, rngs)

@@ -14,7 +14,7 @@ from typing import Any
 import jax.numpy as jnp
 from flax import nnx
 
-from . import _activations, _initializers
+from . import _activations, _initializers, _regularizers
 from ._layer import Layer, Shape
 
 _SEQUENCE = "(batch, steps, channels)"
@@ -52,6 +52,9 @@ class Conv1D(Layer):
       use_bias: whether to add a bias.
       kernel_initializer: default ``glorot_uniform``.
       bias_initializer: default ``zeros``.
+      kernel_regularizer: a penalty on the kernel (``"l2"``, ``L2(0.01)``, ...).
+      bias_regularizer: a penalty on the bias.
+      activity_regularizer: a penalty on the layer's output, divided by the batch size.
       name: the layer's name.
       input_shape: the per-example input shape ``(steps, channels)``.
       dtype: the computation dtype; parameters are float32.
@@ -65,6 +68,10 @@ class Conv1D(Layer):
     """
 
     _has_activation = True
+    _weight_regularizer_paths = (
+        ("kernel_regularizer", ("conv", "kernel")),
+        ("bias_regularizer", ("conv", "bias")),
+    )
 
     def __init__(
         self,
@@ -79,6 +86,9 @@ class Conv1D(Layer):
         use_bias: bool = True,
         kernel_initializer: Any = "glorot_uniform",
         bias_initializer: Any = "zeros",
+        kernel_regularizer: Any = None,
+        bias_regularizer: Any = None,
+        activity_regularizer: Any = None,
         *,
         name: str | None = None,
         input_shape: Any = None,
@@ -99,6 +109,9 @@ class Conv1D(Layer):
         self.use_bias = use_bias
         self.kernel_initializer = kernel_initializer
         self.bias_initializer = bias_initializer
+        self.kernel_regularizer = _regularizers.get(kernel_regularizer)
+        self.bias_regularizer = _regularizers.get(bias_regularizer)
+        self.activity_regularizer = _regularizers.get(activity_regularizer)
         self.conv = nnx.data(None)
 
     def _span(self) -> int:

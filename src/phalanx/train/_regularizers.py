@@ -308,11 +308,15 @@ class Regularized:
                 pairs.append((regularizer, node.get_value()))
         return pairs
 
-    def _record_activity(self, output: jax.Array) -> jax.Array:
-        """Keeps ``activity_regularizer``'s per-example penalties of ``output``; returns it."""
+    def _record_activity(self, output: Any) -> Any:
+        """Keeps ``activity_regularizer``'s per-example penalties of ``output``; returns it.
+
+        A layer with several outputs (attention scores too) adds their penalties, as Keras.
+        """
         if self.activity_regularizer is not None:
-            values = self.activity_regularizer.per_example(jnp.asarray(output))
-            self.activity_loss = ActivityLoss(jnp.asarray(values, jnp.float32))
+            per_example = self.activity_regularizer.per_example
+            values = [per_example(jnp.asarray(o)) for o in jax.tree.leaves(output)]
+            self.activity_loss = ActivityLoss(sum(v.astype(jnp.float32) for v in values))
         return output
 
     @property
