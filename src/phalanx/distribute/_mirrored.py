@@ -21,6 +21,10 @@ class MirroredStrategy(Strategy):
     Args:
       devices: the devices (``jax.Device`` s, local indices, or strings such as
         ``"/gpu:0"``); None for every local device.
+      shard_parameters: keep parameters and optimizer state split over the
+        replicas (ZeRO-3 / FSDP): each device stores ``1/N`` of them, gathered for
+        compute; same results as replicated (phalanx only; see
+        ``Strategy.distribute_variables``).
 
     Raises:
       DeviceNotFoundError: a device matches nothing in this process.
@@ -35,10 +39,12 @@ class MirroredStrategy(Strategy):
       True
     """
 
-    def __init__(self, devices: Sequence[DeviceSpec] | None = None):
+    def __init__(
+        self, devices: Sequence[DeviceSpec] | None = None, *, shard_parameters: bool = False
+    ):
         from ..cluster import cpu_device_count_from_env, set_cpu_device_count
 
         simulated = cpu_device_count_from_env()
         if simulated is not None:
             set_cpu_device_count(simulated)
-        super().__init__(resolve_devices(devices))
+        super().__init__(resolve_devices(devices), shard_parameters=shard_parameters)

@@ -63,6 +63,8 @@ class MultiWorkerMirroredStrategy(Strategy):
         in the environment (``PHALANX_*`` from ``phalanx launch``, ``TF_CONFIG``,
         Slurm, Kubernetes, TPU VM).
       communication_options: ``CommunicationOptions``.
+      shard_parameters: keep parameters and optimizer state split over all
+        replicas of all processes (ZeRO-3 / FSDP); phalanx only.
 
     Raises:
       phalanx.errors.InitializationError: the processes could not connect (the
@@ -75,7 +77,11 @@ class MultiWorkerMirroredStrategy(Strategy):
     """
 
     def __init__(
-        self, cluster_resolver=None, communication_options: CommunicationOptions | None = None
+        self,
+        cluster_resolver=None,
+        communication_options: CommunicationOptions | None = None,
+        *,
+        shard_parameters: bool = False,
     ):
         from ..cluster import initialize
 
@@ -88,7 +94,7 @@ class MultiWorkerMirroredStrategy(Strategy):
             from ..cluster import watchdog
 
             watchdog.configure(timeout=self.communication_options.timeout_seconds)
-        super().__init__(jax.devices())
+        super().__init__(jax.devices(), shard_parameters=shard_parameters)
 
     def __repr__(self) -> str:
         return (

@@ -189,7 +189,8 @@ class _Program:
             out_specs=out_specs,
             check_vma=True,
         )
-        self.jitted = jax.jit(mapped)
+        varying = self.varying
+        self.jitted = jax.jit(lambda *a: strategy._keep_variables(mapped(*a), varying))
 
     def _body(self, *dynamic):
         outs = self._call_fn(*dynamic)

@@ -28,6 +28,7 @@ from ._placement import host_arrays, put
 from ._reduce_op import ReduceOp
 from ._replica_context import ReplicaContext
 from ._run import RunCache, is_traced
+from ._sharding import VariableLayout, variable_mesh
 from ._values import Mirrored, PerReplica, check_replica_axis
 
 REPLICA_AXIS = "replica"
@@ -55,9 +56,17 @@ class Strategy:
 
     Args:
       devices: the devices, one replica each, in replica order.
+      shard_parameters: keep variables (parameters, optimizer state) split over
+        the replicas (ZeRO-3 / FSDP, ``phalanx.distribute._sharding``) instead of
+        whole on each; phalanx only.
     """
 
-    def __init__(self, devices: Sequence[jax.Device]):
+    def __init__(self, devices: Sequence[jax.Device], *, shard_parameters: bool = False):
+        if not isinstance(shard_parameters, bool):
+            raise TypeError(
+                f"shard_parameters must be True or False, got {shard_parameters!r} of type "
+                f"{type(shard_parameters).__name__}."
+            )
         self._devices = tuple(devices)
         self._axis_name = REPLICA_AXIS
         self._mesh = Mesh(np.array(self._devices), (REPLICA_AXIS,), axis_types=(AxisType.Auto,))
@@ -70,6 +79,11 @@ class Strategy:
         me = jax.process_index()
         self._process_id = processes.index(me) if me in processes else 0
         self._local_replicas = sum(d.process_index == me for d in self._devices)
+        self._layout = (
+            VariableLayout(variable_mesh(self._devices), self._replicated)
+            if shard_parameters
+            else None
+        )
 
     # -- what the strategy is ------------------------------------------------
 
@@ -97,6 +111,21 @@ class Strategy:
     def replicated_sharding(self) -> NamedSharding:
         """The sharding of a value every replica holds whole."""
         return self._replicated
+
+    @property
+    def shard_parameters(self) -> bool:
+        """Whether variables are kept split over the replicas (ZeRO-3 / FSDP); phalanx only."""
+        return self._layout is not None
+
+    def variable_sharding(self, x: Any) -> NamedSharding:
+        """The sharding this strategy keeps a variable like ``x`` with (phalanx only).
+
+        ``replicated_sharding`` unless ``shard_parameters``; then ``x`` (an array or
+        ``jax.ShapeDtypeStruct``) is split on its largest axis that divides by the
+        replicas, or kept whole when small or not divisible
+        (``phalanx.distribute._sharding.shard_axis``).
+        """
+        return self._replicated if self._layout is None else self._layout.sharding(x)
 
     def __repr__(self) -> str:
         devs = self._devices
@@ -146,6 +175,8 @@ class Strategy:
     def _place(self, x: Any, kind: str) -> jax.Array:
         if kind == "batch" or is_traced(x):  # already split, or placed by the compiled program
             return x
+        if self._layout is not None and self._layout.is_sharded(x):
+            return x  # a sharded variable: the compiled program gathers it (P())
         target = self._replicated if kind == "replicated" else self._batch_sharding
         # Exactly this sharding: an equivalent one (a single-device array on a one-device
         # mesh) would give the compiled programs a different input type, and a retrace.
@@ -277,6 +308,51 @@ class Strategy:
     def replicate(self, tree: Any) -> Any:
         """Places every leaf of ``tree`` whole on every replica (``P()``)."""
         return jax.tree.map(lambda x: self._place(x, "replicated"), tree)
+
+    def distribute_variables(self, tree: Any) -> Any:
+        """Places model variables (parameters, optimizer state) as this strategy keeps them.
+
+        Without ``shard_parameters`` this is ``replicate``. With it, each leaf is
+        split over the replicas by ``variable_sharding`` (small or indivisible
+        leaves stay whole). ``run`` gives ``fn`` the whole value of either, so a
+        custom loop reads the same on every strategy; phalanx only.
+
+        Args:
+          tree: a pytree of arrays (numpy or ``jax.Array``), the same on every process.
+
+        Returns:
+          The pytree of placed ``jax.Array`` s.
+
+        Example:
+          >>> import numpy as np, phalanx
+          >>> s = phalanx.MirroredStrategy(shard_parameters=True)
+          >>> w = s.distribute_variables(np.zeros((64, 32), np.float32))
+          >>> w.shape, w.addressable_shards[0].data.shape[0] == 64 // s.num_replicas_in_sync
+          ((64, 32), True)
+        """
+        if self._layout is None:
+            return self.replicate(tree)
+
+        def place(x):
+            target = self._layout.sharding(x)
+            if isinstance(x, jax.Array) and not is_traced(x) and x.sharding == target:
+                return x
+            if is_traced(x):
+                return jax.lax.with_sharding_constraint(x, target)
+            return put(x, target)
+
+        return jax.tree.map(place, tree)
+
+    def _keep_variables(self, outs: list, varying: list[bool]) -> list:
+        """``run``'s outputs that do not vary over replicas, constrained to the variable
+        layout (inside the jitted program) when ``shard_parameters``: a custom loop's
+        updated parameters stay split between steps."""
+        if self._layout is None:
+            return outs
+        return [
+            o if vary else jax.lax.with_sharding_constraint(o, self._layout.sharding(o))
+            for o, vary in zip(outs, varying, strict=True)
+        ]
 
     # -- computing -----------------------------------------------------------------
 

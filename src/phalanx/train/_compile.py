@@ -84,7 +84,7 @@ class OptimizerHandle:
             model._init_state()
         opt_state = _optimizers.set_learning_rate(model._state.opt_state, float(value))
         model._state = model._state._replace(
-            opt_state=model.distribute_strategy.replicate(opt_state)
+            opt_state=model.distribute_strategy.distribute_variables(opt_state)
         )
 
     @property

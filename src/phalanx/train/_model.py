@@ -35,7 +35,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..distribute import Strategy, get_strategy
-from ..distribute._placement import put
 from ..errors import LabelOutOfRangeError, MissingTargetsError, ScopeError
 from . import (
     _adapter,
@@ -43,6 +42,7 @@ from . import (
     _introspection,
     _loop,
     _regularizers,
+    _sharded,
     _step,
     _subclassed,
     _weights,
@@ -319,12 +319,12 @@ class Model(ModelIntrospection):
             manifest, arrays = self._pending
             state = _checkpointing.load_state(state, manifest, arrays)
             self._pending = None
-        self._state = self._strategy.replicate(state)
+        self._state = _sharded.place_state(self._strategy, state)
 
     def _sync_module(self) -> None:
         """Writes the trained state back into the nnx module object."""
         if self._state is not None and self._module is not None:
-            nnx.update(self._module, jax.device_get(self._state.params))
+            nnx.update(self._module, _sharded.host_values(self._state.params))
             nnx.update(self._module, jax.device_get(self._state.rest))
 
     def _reset_metrics(self, state: _step.TrainState) -> _step.TrainState:
@@ -338,6 +338,10 @@ class Model(ModelIntrospection):
 
     def _program(self, kind: str, resident: bool) -> Callable:
         key = (kind, resident)
+        if key not in self._programs and self._strategy.shard_parameters:
+            self._programs[key] = _sharded.fused_program(
+                kind, self._step_config, self._strategy, resident=resident
+            )
         if key not in self._programs:
             self._programs[key] = _step.fused_program(
                 kind, self._step_config, self._strategy.mesh, resident=resident
@@ -740,7 +744,7 @@ class Model(ModelIntrospection):
         else:
             state = _checkpointing.load_state(self._state, manifest, arrays)
             # The restored host arrays are ours alone: placed without another copy.
-            self._state = put(state, self._strategy.replicated_sharding, copy=False)
+            self._state = _sharded.place_state(self._strategy, state, copy=False)
         self._position = position
 
     # -- weights ------------------------------------------------------------
@@ -785,7 +789,8 @@ class Model(ModelIntrospection):
             params = nnx.state(self._module, trainable)
             rest = nnx.state(self._module, nnx.Not(trainable))
             self._state = self._state._replace(
-                params=self._strategy.replicate(params), rest=self._strategy.replicate(rest)
+                params=self._strategy.distribute_variables(params),
+                rest=self._strategy.replicate(rest),
             )
 
     @property

@@ -101,6 +101,10 @@ class StepConfig:
     compute_dtype: Any = None  # e.g. jnp.bfloat16: forward/backward dtype (TPUStrategy)
     trainable: Any = nnx.Param  # the filter of trained weights (frozen layers' are not)
     regularized: bool = False  # a layer has a weight or activity regularizer
+    # Sharded parameters (phalanx.train._sharded): maps this replica's slices of the
+    # parameters to whole ones inside the differentiated loss, so the gradient of each
+    # slice arrives reduce-scattered (summed over replicas).
+    gather_params: Callable | None = None
 
 
 def module_call_style(module: nnx.Module) -> dict[str, bool]:
@@ -260,6 +264,21 @@ def _keep_first_bad(check, count, low, high, classes: int):
 
 def train_step(config: StepConfig, state: TrainState, batch) -> TrainState:
     """One optimizer step on one replica's piece of the global batch (inside shard_map)."""
+    grads, state = train_gradients(config, state, batch)
+    return apply_gradients(config, state, grads)
+
+
+def apply_gradients(config: StepConfig, state: TrainState, grads) -> TrainState:
+    """The optimizer's update of ``state.params`` by ``grads``; one more step counted."""
+    updates, opt_state = config.optimizer.update(grads, state.opt_state, state.params)
+    params = optax.apply_updates(state.params, updates)
+    return state._replace(params=params, opt_state=opt_state, step=state.step + 1)
+
+
+def train_gradients(config: StepConfig, state: TrainState, batch):
+    """``(gradients summed over replicas, state)`` of one step on one replica's piece of
+    the batch: the state with its non-trainable part, loss and metrics updated, its
+    parameters, optimizer state and step not (``apply_gradients`` does those)."""
     x, y, sample_weight, mask = batch
     weight = sample_weight * mask
     count = jax.lax.psum(jnp.sum(mask), AXIS)
@@ -268,6 +287,8 @@ def train_step(config: StepConfig, state: TrainState, batch) -> TrainState:
     key = jax.random.fold_in(jax.random.fold_in(state.rng, state.step), jax.lax.axis_index(AXIS))
 
     def loss_fn(params):
+        if config.gather_params is not None:
+            params = config.gather_params(params)
         y_pred, logits, new_rest, activity = _forward(
             config, config.train_graphdef, params, rest_in, x, training=True, key=key
         )
@@ -284,11 +305,9 @@ def train_step(config: StepConfig, state: TrainState, batch) -> TrainState:
         return loss, (y_pred, per_example, new_rest, logged)
 
     grads, (y_pred, per_example, new_rest, logged) = jax.grad(loss_fn, has_aux=True)(state.params)
-    updates, opt_state = config.optimizer.update(grads, state.opt_state, state.params)
-    params = optax.apply_updates(state.params, updates)
     rest = _sync_rest(state.rest, new_rest)
     state = _accumulate(config, state, y, y_pred, weight, mask, per_example, logged)
-    return state._replace(params=params, rest=rest, opt_state=opt_state, step=state.step + 1)
+    return grads, state._replace(rest=rest)
 
 
 def eval_step(config: StepConfig, state: TrainState, batch) -> TrainState:
