@@ -189,9 +189,10 @@ class InverseTimeDecay(LearningRateSchedule):
 def check_finite(schedule: Callable[[Any], Any], first: int, steps: int) -> None:
     """Raises unless ``schedule(step)`` is a finite number for every step in ``[first, first + steps)``.
 
-    The schedule is evaluated with ``jax.vmap`` over blocks of ``_CHECK_BLOCK``
-    steps (a million steps: 16 calls). One that cannot be vectorized is left
-    to the optimizer, which traces it anyway.
+    The schedule is evaluated with ``jax.vmap`` over blocks of at most
+    ``_CHECK_BLOCK`` steps (a power of two >= 1024: a million steps take 16
+    calls). One that cannot be vectorized is left to the optimizer, which
+    traces it anyway.
 
     Raises:
       LearningRateValueError: the first step whose rate is NaN or infinite.
@@ -206,13 +207,14 @@ def check_finite(schedule: Callable[[Any], Any], first: int, steps: int) -> None
     if steps <= 0:
         return
     evaluate = _vectorized(schedule)
-    for start in range(first, first + steps, _CHECK_BLOCK):
-        block = np.arange(start, start + _CHECK_BLOCK, dtype=np.int32)
+    size = min(_CHECK_BLOCK, max(1024, 1 << (steps - 1).bit_length()))  # few compiled shapes
+    for start in range(first, first + steps, size):
+        block = np.arange(start, start + size, dtype=np.int32)
         try:
             rates = np.asarray(evaluate(block))
         except Exception:  # not vectorizable (or not a step -> rate function): not ours to judge
             return
-        count = min(_CHECK_BLOCK, first + steps - start)
+        count = min(size, first + steps - start)
         bad = np.flatnonzero(~np.isfinite(rates[:count]))
         if bad.size:
             raise LearningRateValueError.of(

@@ -128,7 +128,7 @@ def _check_lengths(x: Any, y: Any, sample_weight: Any, where: str) -> None:
             seen.append(f"{name}{path} has {n} (shape {shape})")
     if len(rows) > 1:
         raise FitInputError(
-            f"{where} inputs need one row per example in every array; "
+            f"{where} inputs need the same number of examples (rows) in every array; "
             f"{', '.join(seen)}. Pass x and y of the same examples."
         )
     if sample_weight is None or not rows or not hasattr(sample_weight, "shape"):
