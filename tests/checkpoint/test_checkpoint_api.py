@@ -212,3 +212,65 @@ def test_backup_and_restore_arguments_are_checked():
         phalanx.callbacks.BackupAndRestore("b", save_freq=0)
     with pytest.raises(ValueError, match=r"backup_dir must be a path"):
         phalanx.callbacks.BackupAndRestore(None)
+
+
+class _Interrupt(Exception):
+    pass
+
+
+class _StopAt(phalanx.callbacks.Callback):
+    """Ends fit (as a crash would) once ``steps`` steps are done."""
+
+    def __init__(self, steps):
+        super().__init__()
+        self.steps = steps
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.model.optimizer.iterations >= self.steps:
+            raise _Interrupt
+
+
+@pytest.mark.parametrize("stop_at, epochs_left", [(4, 3), (5, 3), (6, 2)])
+def test_resume_before_a_short_last_batch(tmp_path, stop_at, epochs_left):
+    """96 examples in batches of 20 (5 steps an epoch, the last of 16): a resumed epoch may
+    begin with its short last batch (4), or have no step left but its end (5)."""
+    ds = Dataset.from_tensor_slices((X, Y)).shuffle(96, seed=2).batch(20).map(lambda a, b: (a, b))
+    reference = _model(built=False)
+    reference.fit(ds, epochs=3, verbose=0)
+    model = _model(built=False)
+    backup = phalanx.callbacks.BackupAndRestore(tmp_path / "b", save_freq=1)
+    with pytest.raises(_Interrupt):
+        model.fit(ds, epochs=3, callbacks=[backup, _StopAt(stop_at)], verbose=0)
+    resumed = _model(built=False)
+    history = resumed.fit(ds, epochs=3, callbacks=[backup], verbose=0)
+    assert len(history.history["loss"]) == epochs_left
+    _same(reference, resumed)
+
+
+def test_preemption_handler_saves_and_exits_on_sigterm(tmp_path):
+    import os
+    import signal
+
+    from phalanx.checkpoint import RESTARTABLE_EXIT_CODE, PreemptionCheckpointHandler
+
+    model = _model()
+    manager = CheckpointManager(tmp_path, checkpoint=Checkpoint(model=model))
+    exits = []
+    previous = signal.getsignal(signal.SIGTERM)
+    handler = PreemptionCheckpointHandler(manager, exit_fn=exits.append)
+    try:
+        assert handler.run(model.train_on_batch, X[:16], Y[:16]) is not None
+        assert exits == [] and manager.latest_checkpoint is None
+        os.kill(os.getpid(), signal.SIGTERM)  # the handler records it; the process lives on
+        handler.run(model.train_on_batch, X[:16], Y[:16])
+    finally:
+        handler.close()
+    assert exits == [RESTARTABLE_EXIT_CODE] == [42]
+    assert handler.total_run_calls == 2
+    assert manager.latest_checkpoint.endswith("ckpt_1")
+    assert signal.getsignal(signal.SIGTERM) is previous
+    restored = _model()
+    Checkpoint(model=restored).restore(manager.latest_checkpoint)
+    assert restored.optimizer.iterations == 2
+    with pytest.raises(CheckpointError, match=r"needs a CheckpointManager, or a Checkpoint and"):
+        PreemptionCheckpointHandler(Checkpoint(model=model))

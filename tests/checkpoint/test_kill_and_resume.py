@@ -32,7 +32,7 @@ TIMEOUT_S = 240
 STEPS = 39  # 3 epochs of 13 batches (200 examples, batch 16)
 
 
-def _run(out, *flags, expect_kill=False):
+def _run(out, *flags, expect_kill=False, expect_code=0):
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), str(out), *map(str, flags)],
@@ -44,7 +44,7 @@ def _run(out, *flags, expect_kill=False):
     if expect_kill:
         assert proc.returncode == -signal.SIGKILL, (proc.returncode, proc.stderr[-3000:])
     else:
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert proc.returncode == expect_code, proc.stderr[-3000:]
     return proc
 
 
@@ -157,6 +157,26 @@ def test_process_killed_while_writing_keeps_the_previous_backup(tmp_path):
     assert committed == ["ckpt_2"], sorted(p.name for p in backup.iterdir())
     resumed = _run(out, *common, "--backup", backup)
     assert f"resuming from {backup / 'ckpt_2'} " in resumed.stdout
+    (ref_w, _), (got_w, _) = _weights(ref), _weights(out)
+    for a, b in zip(ref_w, got_w, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("spe", [pytest.param(1, marks=pytest.mark.slow), 3])
+def test_sigterm_saves_at_the_next_boundary_and_exits_restartable(tmp_path, spe):
+    """SIGTERM (preemption) during fit: a backup after the execution in progress, exit 42,
+    and the relaunch resumes there and ends bit-identical."""
+    common = ["--input", "dataset", "--spe", spe, "--save-freq", "epoch"]
+    ref = tmp_path / "ref.npz"
+    _run(ref, *common, "--backup", tmp_path / "ref_backup")
+    out, backup = tmp_path / "out.npz", tmp_path / "backup"
+    step = random.randrange(14, 26)  # in the second epoch: after one epoch-end backup
+    print(f"SIGTERM at step {step}")
+    _run(out, *common, "--backup", backup, "--sigterm-at-step", step, expect_code=42)
+    resumed = _run(out, *common, "--backup", backup)
+    # Epoch 2 holds steps 13..25; its executions start at 0, spe, 2 spe ... within it.
+    within = min(((step - 13) // spe + 1) * spe, 13)
+    assert f"(epoch 2, {within} steps done in it)" in resumed.stdout, resumed.stdout
     (ref_w, _), (got_w, _) = _weights(ref), _weights(out)
     for a, b in zip(ref_w, got_w, strict=True):
         np.testing.assert_array_equal(a, b)

@@ -39,6 +39,10 @@ class BackupAndRestore(Callback):
       delete_checkpoint: delete the backup when ``fit`` ends normally.
       async_save: write the backup in background threads (``fit`` waits only
         for the copy off the devices, and for the previous write).
+      save_before_preemption: on SIGTERM to any process, every process backs up
+        after the execution in progress and exits with status 42
+        (``phalanx.checkpoint.RESTARTABLE_EXIT_CODE``); the script started
+        again resumes there (TensorFlow's argument of the same name).
 
     Raises:
       ValueError: ``backup_dir`` is empty or not a path, or ``save_freq`` is
@@ -63,6 +67,7 @@ class BackupAndRestore(Callback):
         delete_checkpoint: bool = True,
         *,
         async_save: bool = False,
+        save_before_preemption: bool = False,
     ) -> None:
         super().__init__()
         if isinstance(backup_dir, bytes) or not isinstance(backup_dir, str | os.PathLike):
@@ -83,7 +88,9 @@ class BackupAndRestore(Callback):
         self.save_freq = save_freq
         self.delete_checkpoint = bool(delete_checkpoint)
         self.async_save = bool(async_save)
+        self.save_before_preemption = bool(save_before_preemption)
         self._manager: Any = None
+        self._preemption: Any = None
         self._last_step = 0
 
     def _make_manager(self):
@@ -106,9 +113,16 @@ class BackupAndRestore(Callback):
                 f"{position.step} steps done in it)."
             )
         self._last_step = self.model.optimizer.iterations if restored is not None else 0
+        if self.save_before_preemption:
+            from ..checkpoint import PreemptionCheckpointHandler
+
+            self._preemption = PreemptionCheckpointHandler(self._manager)
 
     def on_train_batch_end(self, batch: int, logs: Logs | None = None) -> None:
-        """Backs up when the step count reaches or passes a multiple of ``save_freq``."""
+        """Backs up when the step count reaches or passes a multiple of ``save_freq``, and
+        before exiting when a process was told to stop (``save_before_preemption``)."""
+        if self._preemption is not None:
+            self._preemption.save_checkpoint_if_preempted()
         if self.save_freq == "epoch":
             return
         step = self.model.optimizer.iterations
@@ -130,6 +144,9 @@ class BackupAndRestore(Callback):
 
     def on_train_end(self, logs: Logs | None = None) -> None:
         """Deletes the backup (``delete_checkpoint``) once training has ended normally."""
+        if self._preemption is not None:
+            self._preemption.close()
+            self._preemption = None
         if self._manager is None:
             return
         self._manager.wait_until_finished()

@@ -7,7 +7,9 @@ iterator state) and the state of any data iterator, with TensorFlow's names
 (``save``/``write``/``restore``/``read``). ``CheckpointManager`` keeps
 numbered checkpoints in a directory (``max_to_keep``,
 ``keep_every_n_steps``, ``save_interval_steps``, ``latest_checkpoint``,
-``restore_or_initialize``). Both are built on orbax-checkpoint: each
+``restore_or_initialize``). ``PreemptionCheckpointHandler`` saves at one
+step on every process when any receives SIGTERM, and exits with
+``RESTARTABLE_EXIT_CODE``. They are built on orbax-checkpoint: each
 checkpoint is committed atomically (a process killed while writing leaves
 the previous one intact), asynchronously on request, and arrays restore onto
 any replica count. ``phalanx.callbacks.BackupAndRestore`` resumes ``fit``
@@ -17,5 +19,13 @@ with them; see docs/checkpoints.md.
 from ._checkpoint import Checkpoint as Checkpoint
 from ._manager import CheckpointManager as CheckpointManager
 from ._manager import latest_checkpoint as latest_checkpoint
+from ._preemption import RESTARTABLE_EXIT_CODE as RESTARTABLE_EXIT_CODE
+from ._preemption import PreemptionCheckpointHandler as PreemptionCheckpointHandler
 
-__all__ = ["Checkpoint", "CheckpointManager", "latest_checkpoint"]
+__all__ = [
+    "RESTARTABLE_EXIT_CODE",
+    "Checkpoint",
+    "CheckpointManager",
+    "PreemptionCheckpointHandler",
+    "latest_checkpoint",
+]

@@ -321,7 +321,10 @@ class IterableAdapter:
             by_epoch = getattr(self._iterable, "_iter_epoch", None)
             self._iterator = by_epoch(epoch) if by_epoch is not None else iter(self._iterable)
             if restore:
-                _set_input_state(self._iterator, input_state)
+                _set_input_state(self._iterator, input_state["iterator"])
+                # The batch size the saved run learned from its first batch: a resumed
+                # epoch may start at a short last batch.
+                self.batch_size = self.batch_size or input_state.get("batch_size")
         return self._iterator
 
     def executions(self, epoch: int = 0, start: int = 0, input_state=None) -> Iterator[Execution]:
@@ -347,7 +350,7 @@ class IterableAdapter:
                         "Use .repeat() on the dataset, or lower steps_per_epoch."
                     )
                 return
-            yield self._stack(batches, step)._replace(input_state=_input_state(it))
+            yield self._stack(batches, step)._replace(input_state=self._input_state(it))
             step += len(batches)
             if len(batches) < want:
                 return
@@ -356,6 +359,12 @@ class IterableAdapter:
             # drop_remainder drops), so that the pipeline sees it, as a for loop would;
             # a cache() is complete only then, and later epochs read it as indices.
             next(source, None)
+
+    def _input_state(self, it: Iterator) -> dict | None:
+        """What a checkpoint saves of the input after a batch: the iterator's state and
+        the batch size (None when the iterator cannot save a position)."""
+        state = _input_state(it)
+        return None if state is None else {"iterator": state, "batch_size": self.batch_size}
 
     def _batches(self, it: Iterator) -> Iterator:
         """``it``'s batches; those of a ``Dataset`` that index its in-memory arrays as ``_Indices``.

@@ -2,7 +2,7 @@
 
     python train.py OUT.npz --input numpy|dataset|tfrecord --spe N --devices D
         --backup DIR --save-freq K [--kill-at-step S [--kill-delay-ms T]]
-        [--hang-in-save M] [--data DIR]
+        [--hang-in-save M] [--data DIR] [--sigterm-at-step S]
 
 Trains 3 epochs of a small MLP with dropout and Adam (the seeds' model,
 smaller) under MirroredStrategy over D simulated CPU devices, and writes the
@@ -11,6 +11,9 @@ step S begins, a thread sends this process SIGKILL after T ms (mid-execution
 when it lands while the compiled program runs). ``--hang-in-save M``: the
 M-th backup hangs after its arrays are written and before orbax commits it,
 after writing ``<backup>.hung``; the test kills the process there.
+``--sigterm-at-step S``: the process sends itself SIGTERM when the execution
+holding step S begins (``BackupAndRestore(save_before_preemption=True)``
+then saves after it and exits with status 42).
 """
 
 import argparse
@@ -32,6 +35,7 @@ parser.add_argument("--kill-delay-ms", type=float, default=0.0)
 parser.add_argument("--hang-in-save", type=int, default=None)
 parser.add_argument("--data", default=None)
 parser.add_argument("--dropout", type=float, default=0.25)
+parser.add_argument("--sigterm-at-step", type=int, default=None)
 args = parser.parse_args()
 
 os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={args.devices}"
@@ -81,16 +85,19 @@ def kill_later(delay_s):
 
 
 class KillAtStep(phalanx.callbacks.Callback):
-    """SIGKILLs this process while the execution holding step ``step`` runs."""
+    """Sends ``sig`` to this process while the execution holding step ``step`` runs."""
 
-    def __init__(self, step, delay_s):
+    def __init__(self, step, delay_s, sig=signal.SIGKILL):
         super().__init__()
-        self.step, self.delay_s = step, delay_s
+        self.step, self.delay_s, self.sig = step, delay_s, sig
 
     def on_train_batch_begin(self, batch, logs=None):
         done = self.model.optimizer.iterations
         if done <= self.step < done + self.model.steps_per_execution:
-            threading.Thread(target=kill_later, args=(self.delay_s,), daemon=True).start()
+            if self.sig == signal.SIGKILL:
+                threading.Thread(target=kill_later, args=(self.delay_s,), daemon=True).start()
+            else:
+                os.kill(os.getpid(), self.sig)
 
 
 def hang_in_save(m):
@@ -132,9 +139,16 @@ with strategy.scope():
         seed=3,
     )
 save_freq = args.save_freq if args.save_freq == "epoch" else int(args.save_freq)
-callbacks = [phalanx.callbacks.BackupAndRestore(args.backup, save_freq=save_freq)]
+preempt = args.sigterm_at_step is not None
+callbacks = [
+    phalanx.callbacks.BackupAndRestore(
+        args.backup, save_freq=save_freq, save_before_preemption=preempt
+    )
+]
 if args.kill_at_step is not None:
     callbacks.append(KillAtStep(args.kill_at_step, args.kill_delay_ms / 1000.0))
+if preempt:
+    callbacks.append(KillAtStep(args.sigterm_at_step, 0.0, signal.SIGTERM))
 x, y, batch_size = training_input()
 history = model.fit(x, y, batch_size=batch_size, epochs=3, callbacks=callbacks, verbose=0)
 np.savez(args.out, *model.get_weights(), loss=np.asarray(history.history["loss"]))
