@@ -14,6 +14,7 @@ from . import datasets as datasets
 from . import distribute as distribute
 from . import errors as errors
 from . import layers as layers
+from . import models as models
 from . import utils as utils
 from .distribute import InputContext as InputContext
 from .distribute import InputOptions as InputOptions
@@ -77,6 +78,7 @@ __all__ = [
     "layers",
     "losses",
     "metrics",
+    "models",
     "optimizers",
     "regularizers",
     "scale_regularization_loss",

@@ -93,6 +93,10 @@ class ModelStructureError(PhalanxError, ValueError):
     """A functional model's graph or inputs do not fit (a disconnected graph, inputs of another structure)."""
 
 
+class KerasFileError(PhalanxError, ValueError):
+    """A Keras file phalanx cannot read or write: not one, a layer or argument phalanx lacks, code."""
+
+
 class NotBuiltError(PhalanxError, RuntimeError):
     """A network or layer was used before its weights exist (call ``build(input_shape)`` first)."""
 

@@ -82,7 +82,8 @@ class MultiHeadAttention(Layer):
       dropout: the dropout rate of the attention probabilities (in training).
       use_bias: whether the projections have biases.
       output_shape: the output's last size; default the query's.
-      attention_axes: only None (attention over the sequence axis) is supported.
+      attention_axes: None or ``(1,)``: attention over the sequence axis (the only
+        one supported).
       kernel_initializer: default ``glorot_uniform``.
       bias_initializer: default ``zeros``.
       seed: an int folded into the dropout key.
@@ -128,10 +129,13 @@ class MultiHeadAttention(Layer):
             )
         if not 0.0 <= float(dropout) < 1.0:
             raise ValueError(f"MultiHeadAttention dropout must be in [0, 1), got {dropout!r}.")
-        if attention_axes is not None:
+        if isinstance(attention_axes, int):
+            attention_axes = (attention_axes,)
+        if attention_axes is not None and tuple(attention_axes) not in ((1,), (-2,)):
             raise ValueError(
                 f"attention_axes={attention_axes!r} is not supported: phalanx's "
-                "MultiHeadAttention attends over the sequence axis (attention_axes=None)."
+                "MultiHeadAttention attends over the sequence axis (attention_axes=None, or "
+                "(1,) as Keras records it for (batch, sequence, features) inputs)."
             )
         self.num_heads = int(num_heads)
         self.key_dim = int(key_dim)

@@ -40,6 +40,7 @@ from . import (
     _adapter,
     _checkpointing,
     _introspection,
+    _keras_files,
     _loop,
     _regularizers,
     _sharded,
@@ -768,6 +769,8 @@ class Model(ModelIntrospection):
     def save_weights(self, filepath: str, overwrite: bool = True) -> None:
         """Writes the weights to ``filepath`` (an ``.npz`` archive; loading runs no code).
 
+        A path ending in ``.weights.h5`` gets Keras 3's weights file, which
+        ``keras.Model.load_weights`` reads (process 0 writes it).
         With several processes, call it on every process: process 0 writes,
         the others wait (with a deadline) until the file is there.
         """
@@ -775,10 +778,18 @@ class Model(ModelIntrospection):
 
         if not overwrite and Path(filepath).exists():
             raise FileExistsError(f"{filepath!r} exists and overwrite=False.")
+        if _keras_files.is_keras_weights(filepath):  # Keras 3's layout, which Keras loads
+            return _keras_files.save_weights(self, filepath)
         _weights.save_on_chief(filepath, self._weights())
 
     def load_weights(self, filepath: str) -> None:
-        """Reads weights saved by ``save_weights``, under any replica count."""
+        """Reads weights saved by ``save_weights``, under any replica count.
+
+        A path ending in ``.weights.h5`` is read as Keras 3's weights file
+        (``phalanx.train._keras_files``).
+        """
+        if _keras_files.is_keras_weights(filepath):
+            return _keras_files.load_weights(self, filepath)
         self._load_state(_weights.load(filepath, self._weights()))
 
     def _load_state(self, state) -> None:
