@@ -168,3 +168,28 @@ def test_two_inputs_and_no_training_argument():
     model2 = TwoInputs()
     model2.build({"a": (2,), "b": (3,)})
     assert model2.count_params() == 12 + 16 + 9
+
+
+class TokenModel(phalanx.Model):
+    def __init__(self):
+        super().__init__()
+        self.embed = layers.Embedding(20, 4)
+        self.a = layers.Dense(4)
+        self.out = layers.Dense(1)
+
+    def call(self, inputs):
+        tokens = layers.Flatten()(self.embed(inputs["tokens"]))
+        return self.out(layers.Add()([tokens[:, :4], self.a(inputs["extra"])]))
+
+
+@pytest.mark.parametrize("as_dataset", [False, True])
+def test_fit_builds_a_multi_input_model_from_its_first_batch(as_dataset):
+    rng = np.random.default_rng(0)
+    x = {"tokens": rng.integers(0, 20, (32, 3)), "extra": rng.normal(size=(32, 2))}
+    y = rng.normal(size=(32, 1))
+    model = TokenModel()
+    model.compile(optimizer="sgd", loss="mse")
+    data = phalanx.data.Dataset.from_tensor_slices((x, y)).batch(8) if as_dataset else x
+    model.fit(data, None if as_dataset else y, batch_size=None if as_dataset else 8, verbose=0)
+    assert model.built and model.embed.get_weights()[0].shape == (20, 4)
+    assert model.predict(x, verbose=0).shape == (32, 1)

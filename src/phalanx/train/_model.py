@@ -537,6 +537,10 @@ class Model(ModelIntrospection):
             self._check_targets(adapter, where)
         # The strategy's batch-size advice (TPUStrategy: per-replica multiples of 128).
         self._strategy._check_batch(adapter.global_batch_size)
+        if not self.built and _subclassed.is_subclassed(self):
+            # Keras builds a subclassed model by calling it: on one example of the input,
+            # whatever its structure (a dict of inputs) and dtypes (token ids).
+            _subclassed.build_from_batch(self, _subclassed.first_example(first))
         if not self.built:
             if first.data is not None:
                 shape = jax.tree.leaves(first.data[0])[0].shape[1:]

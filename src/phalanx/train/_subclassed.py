@@ -196,3 +196,16 @@ def build_from_batch(model: Any, x: Any) -> None:
     ensure_module(model)
     if not model._module.built:
         model._module._build_call(x)
+
+
+def first_example(execution: Any) -> Any:
+    """One example (batch of 1) of an execution's inputs, in their structure and dtypes.
+
+    Resident data: the first row of ``execution.data``'s ``x``; stacked batches
+    ``[N, batch, ...]``: the first row of the first step's ``x``.
+    """
+    if execution.data is not None:
+        rows = execution.data[0]
+    else:
+        rows = jax.tree.map(lambda a: a[0], execution.xs[0])
+    return jax.tree.map(lambda a: a[:1], rows)
