@@ -169,6 +169,9 @@ def test_dropout_in_a_functional_model_is_active_in_training_only():
     one = net(x, training=True, rngs=jax.random.key(1))["cls"]
     two = net(x, training=True, rngs=jax.random.key(2))["cls"]
     assert not np.allclose(one, two) and not np.allclose(one, a)
+    # model(x, training=True), as Keras: dropout on, a fresh key each call.
+    three, four = model(x, training=True)["cls"], model(x, training=True)["cls"]
+    assert not np.allclose(three, four) and not np.allclose(three, a)
 
 
 def test_errors_say_what_to_do():

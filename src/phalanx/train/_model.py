@@ -163,10 +163,19 @@ class Model(ModelIntrospection):
         self.build(shape)
 
     def __call__(self, x: Any, training: bool = False) -> Any:
-        """Runs the model on a batch, eagerly (outside the compiled steps)."""
+        """Runs the model on a batch, eagerly (outside the compiled steps).
+
+        ``training=True`` runs dropout as in a training step, with a fresh key
+        per call (from ``compile``'s seed and a call counter), as Keras.
+        """
         self._ensure_built(x)
         module = self.module
-        kwargs = {"training": training} if _step.module_call_style(module)["takes_training"] else {}
+        style = _step.module_call_style(module)
+        kwargs = {"training": training} if style["takes_training"] else {}
+        if training and style["takes_rngs"]:
+            self._training_calls = getattr(self, "_training_calls", 0) + 1
+            seed = self._config.seed if self._config is not None else 0
+            kwargs["rngs"] = jax.random.fold_in(jax.random.key(seed), self._training_calls)
         return module(jax.tree.map(jnp.asarray, x), **kwargs)
 
     # -- compile ------------------------------------------------------------
