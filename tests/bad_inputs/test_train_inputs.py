@@ -48,6 +48,10 @@ def _schedule_fit(schedule, **kwargs):
     return _fit(X, Y, model=_model(learning_rate=schedule), batch_size=2, **kwargs)
 
 
+def _stream(*batches):
+    return (b for b in batches)  # a generator of (x, y[, sample_weight]) batches
+
+
 def _file(tmp_path):
     (tmp_path / "f").write_text("a file, not a folder")
     return tmp_path / "f"
@@ -197,6 +201,18 @@ CASES = [
         _fit(X, Y, validation_data=(X, Y, np.ones(3))),
         FitInputError,
         r"fit's validation_data sample_weight .*got shape \(3,\)",
+    ),
+    Case(
+        "streamed batch sample_weight short",
+        _fit(_stream((X[:4], Y[:4], np.ones(4)), (X[4:], Y[4:], np.ones(3)))),
+        FitInputError,
+        r"Batch 1 of the input has 4 examples in x, but its sample_weight has shape \(3,\)",
+    ),
+    Case(
+        "streamed batch y short",
+        _fit(_stream((X[:4], Y[:3]))),
+        FitInputError,
+        r"Batch 0 of the input has 4 examples in x, but its y has shape \(3, 1\)",
     ),
     # learning rates
     Case(

@@ -64,6 +64,7 @@ from ..data import _structure as st
 from ..data._prefetch import background
 from ..distribute._placement import HostBuffer, host_array, put, put_resident
 from ..errors import BatchNotDivisibleError, MissingTargetsError
+from ._validate import check_batch_rows
 
 RESIDENT_LIMIT_BYTES = 2 << 30
 
@@ -465,6 +466,7 @@ class IterableAdapter:
         parts = [split_batch(_as_host(b)) for b in batches]
         sizes = [_leading(p[0]) for p in parts]
         self._check_sizes(sizes)
+        check_batch_rows(parts, sizes, first)
         has_y = self._check_targets(parts, first)
         buffers = None
         for i, ((x, y, sw), size) in enumerate(zip(parts, sizes, strict=True)):

@@ -142,6 +142,28 @@ def _check_lengths(x: Any, y: Any, sample_weight: Any, where: str) -> None:
         )
 
 
+def check_batch_rows(parts: list, sizes: list[int], first: int) -> None:
+    """Raises ``FitInputError`` unless each streamed batch's y and sample_weight match its x.
+
+    ``parts`` are ``(x, y, sample_weight)`` of the batches of one execution, the
+    first being batch ``first`` of the epoch, ``sizes`` their x's rows. Shapes
+    only (a few microseconds per batch).
+    """
+    for i, ((_, y, sw), n) in enumerate(zip(parts, sizes, strict=True)):
+        if sw is not None and np.shape(sw) not in ((n,), (n, 1)):
+            raise FitInputError(
+                f"Batch {first + i} of the input has {n} examples in x, but its sample_weight "
+                f"has shape {np.shape(sw)}: a batch's sample_weight needs one weight per example, "
+                f"shape ({n},)."
+            )
+        for leaf in jax.tree.leaves(y):
+            if not np.ndim(leaf) or np.shape(leaf)[0] != n:
+                raise FitInputError(
+                    f"Batch {first + i} of the input has {n} examples in x, but its y has shape "
+                    f"{np.shape(leaf)}: a batch's y needs one row per example of its x."
+                )
+
+
 def check_learning_rate(model: Any, adapter: Any, epochs: int) -> None:
     """Refuses a learning-rate schedule that gives NaN or infinity at a step ``fit`` will take.
 
