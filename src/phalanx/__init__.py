@@ -14,6 +14,7 @@ from . import datasets as datasets
 from . import distribute as distribute
 from . import errors as errors
 from . import layers as layers
+from . import mixed_precision as mixed_precision
 from . import models as models
 from . import utils as utils
 from .distribute import InputContext as InputContext
@@ -76,6 +77,7 @@ __all__ = [
     "has_strategy",
     "in_cross_replica_context",
     "layers",
+    "mixed_precision",
     "losses",
     "metrics",
     "models",

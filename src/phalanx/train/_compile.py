@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import jax
 import optax
 
-from . import _multi_output
+from . import _mixed_precision, _multi_output
 from . import losses as _losses
 from . import metrics as _metrics
 from . import optimizers as _optimizers
@@ -107,7 +107,10 @@ def resolve_compile(
     loss_weights: Any = None,
 ) -> CompileConfig:
     """Resolves ``compile``'s arguments; raises with the accepted names on a mistake."""
-    opt = _optimizers.get(optimizer)
+    if isinstance(optimizer, _mixed_precision.LossScaleOptimizer):
+        opt = optimizer
+    else:  # under mixed_float16, wrapped in a LossScaleOptimizer as Keras does
+        opt = _mixed_precision.wrap_for_policy(_optimizers.get(optimizer))
     tx = opt if isinstance(opt, optax.GradientTransformation) else opt.to_optax()
     if _multi_output.is_multi(loss):  # a loss per output (list or dict), as Keras
         loss_fn, resolved = _multi_output.resolve(loss, metrics, loss_weights)

@@ -848,8 +848,9 @@ class Model(ModelIntrospection):
 
 
 def _compute_dtype(strategy):
-    dtype = getattr(strategy, "compute_dtype", None)
-    return None if dtype in (None, "float32") else jnp.dtype(dtype)
+    from ._mixed_precision import compute_dtype  # the global policy, else the strategy's
+
+    return compute_dtype(strategy)
 
 
 def _hooks(cbs, kind):

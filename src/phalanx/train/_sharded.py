@@ -39,7 +39,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ..distribute._placement import put
-from . import _step
+from . import _mixed_precision, _step
 
 AXIS = _step.AXIS
 
@@ -116,6 +116,11 @@ class _Layout:
         return jax.tree.unflatten(self.treedef, whole)
 
 
+def _inner(state: _step.TrainState) -> _step.TrainState:
+    """The state as shard_map sees it: no optimizer state but a loss scale (mixed_float16)."""
+    return state._replace(opt_state=_mixed_precision.scale_only(state.opt_state))
+
+
 def _spec(axis: int | None) -> P:
     return P() if axis is None else P(*([None] * axis), AXIS)
 
@@ -138,12 +143,18 @@ class _Program:
             self.jitted = self._compile(state)
         return self.jitted(state, data, xs, steps)
 
+    def lower(self, state, data, xs, steps):
+        """``jax.jit``'s ``lower`` of the program (``bench/memory.py`` reads its memory analysis)."""
+        if self.jitted is None:
+            self.jitted = self._compile(state)
+        return self.jitted.lower(state, data, xs, steps)
+
     def _compile(self, state) -> Callable:
         layout = _Layout.of(self.strategy, state.params)
         config = dataclasses.replace(self.config, gather_params=layout.gather)
         mesh = self.strategy.mesh
         # The state less its optimizer state, as shard_map sees it: parameters by layout.
-        inner_specs = jax.tree.map(lambda _: P(), state._replace(params=None, opt_state=None))
+        inner_specs = jax.tree.map(lambda _: P(), _inner(state._replace(params=None)))
         inner_specs = inner_specs._replace(params=layout.specs())
         build = {"train": _train_body, "eval": _eval_body, "predict": _predict_body}[self.kind]
         body = build(config, layout, mesh, inner_specs, self.resident, self.strategy, state)
@@ -171,7 +182,7 @@ def _train_body(config, layout, mesh, inner_specs, resident, strategy, state0):
     )
 
     def one_step(state, data, xs_i):
-        grads, inner = mapped(state._replace(opt_state=None), data, xs_i)
+        grads, inner = mapped(_inner(state), data, xs_i)
         state = _step.apply_gradients(config, inner._replace(opt_state=state.opt_state), grads)
         params, opt_state = jax.lax.with_sharding_constraint(
             (state.params, state.opt_state), variable_shardings
@@ -208,7 +219,7 @@ def _eval_body(config, layout, mesh, inner_specs, resident, strategy, state0):
     )
 
     def body(state, data, xs, steps):
-        inner, logs = mapped(state._replace(opt_state=None), data, xs, steps)
+        inner, logs = mapped(_inner(state), data, xs, steps)
         return inner._replace(opt_state=state.opt_state), logs
 
     return body
@@ -236,6 +247,6 @@ def _predict_body(config, layout, mesh, inner_specs, resident, strategy, state0)
 
     def body(state, data, xs, steps):
         del steps  # padded outputs are dropped by the caller
-        return mapped(state._replace(opt_state=None), data, xs)
+        return mapped(_inner(state), data, xs)
 
     return body

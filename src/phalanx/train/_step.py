@@ -41,7 +41,7 @@ import optax
 from jax.sharding import PartitionSpec as P
 
 from ..distribute._run import is_varying
-from . import _regularizers
+from . import _mixed_precision, _regularizers
 
 AXIS = "replica"
 
@@ -285,6 +285,7 @@ def train_gradients(config: StepConfig, state: TrainState, batch):
     denom = jnp.maximum(count, 1.0)
     rest_in = _per_replica_rest(state.rest)
     key = jax.random.fold_in(jax.random.fold_in(state.rng, state.step), jax.lax.axis_index(AXIS))
+    scale = _mixed_precision.loss_scale(state.opt_state)  # LossScaleOptimizer (mixed_float16)
 
     def loss_fn(params):
         if config.gather_params is not None:
@@ -302,6 +303,8 @@ def train_gradients(config: StepConfig, state: TrainState, batch):
         # gradients, summed over replicas, then count them once.
         loss = (jnp.sum(weighted) + activity) / denom + weights / jax.lax.axis_size(AXIS)
         logged = weights * jnp.sum(mask) + activity
+        if scale is not None:
+            loss = loss * scale
         return loss, (y_pred, per_example, new_rest, logged)
 
     grads, (y_pred, per_example, new_rest, logged) = jax.grad(loss_fn, has_aux=True)(state.params)
