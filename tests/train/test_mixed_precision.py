@@ -58,7 +58,9 @@ def test_mixed_bfloat16_matches_float32_accuracy_on_digits(digits):
     # Master weights float32; the computation was not float32 (results differ slightly).
     assert all(w.dtype == np.float32 for w in bf16.get_weights())
     assert all(np.isfinite(v) and isinstance(v, float) for v in hist["loss"])
-    differ = [not np.array_equal(a, b) for a, b in zip(f32.get_weights(), bf16.get_weights())]
+    differ = [
+        not np.array_equal(a, b) for a, b in zip(f32.get_weights(), bf16.get_weights(), strict=True)
+    ]
     assert any(differ)
     (_, _), (xt, _) = digits
     out = bf16.predict(xt[:64], verbose=0)
@@ -102,7 +104,7 @@ def test_overflowing_steps_are_skipped_and_the_scale_halves(digits):
     model.fit(x, y, batch_size=64, epochs=2, verbose=0)  # the scale falls until steps apply
     scaled = model._state.opt_state
     assert float(scaled.scale) <= 2.0**24 and int(scaled.good_steps) > 0
-    assert any(not np.array_equal(a, b) for a, b in zip(before, model.get_weights()))
+    assert any(not np.array_equal(a, b) for a, b in zip(before, model.get_weights(), strict=True))
 
 
 def test_loss_scale_grows_after_finite_steps():
@@ -141,3 +143,18 @@ def test_policy_names():
         phalanx.mixed_precision.set_global_policy("fp8")
     with pytest.raises(ValueError, match="initial_scale must be a positive number"):
         LossScaleOptimizer("adam", initial_scale=0)
+
+
+def test_per_layer_policy():
+    """``dtype="mixed_bfloat16"`` on one layer: it computes in bfloat16, weights float32."""
+    x = np.array([[1.0 + 2.0**-10]], np.float32)
+    for dtype, expected in (("mixed_bfloat16", 1.0), (Policy("float32"), 1.0 + 2.0**-10)):
+        model = phalanx.Sequential(
+            [layers.Input(shape=(1,)), layers.Dense(1, use_bias=False, dtype=dtype)]
+        )
+        model.compile(optimizer="sgd", loss="mse")
+        model.set_weights([np.array([[1.0]], np.float32)])
+        assert model.get_weights()[0].dtype == np.float32
+        assert model.predict(x, verbose=0)[0, 0] == np.float32(expected)
+    with pytest.raises(TypeError):
+        layers.Dense(1, dtype="mixed_int3")

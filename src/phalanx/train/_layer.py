@@ -48,7 +48,7 @@ import numpy as np
 from flax import nnx
 
 from ..errors import LayerShapeError, NotBuiltError
-from . import _activations
+from . import _activations, _mixed_precision
 from ._regularizers import Regularized
 
 Shape = tuple[int | None, ...]
@@ -107,8 +107,9 @@ class Layer(Regularized, nnx.Module):
         (``dense``, ``dense_1``, ...).
       input_shape: the per-example input shape (without the batch axis), as
         Keras's ``input_shape=``; only meaningful on a network's first layer.
-      dtype: the computation dtype (parameters stay float32); None keeps the
-        input's floating dtype.
+      dtype: the computation dtype (parameters stay float32), or a policy
+        (``"mixed_bfloat16"``: its compute dtype); None keeps the input's
+        floating dtype.
     """
 
     _has_activation = False
@@ -116,7 +117,8 @@ class Layer(Regularized, nnx.Module):
     def __init__(self, *, name: str | None = None, input_shape: Any = None, dtype: Any = None):
         self.name = name
         self.declared_input_shape = normalize_shape(input_shape)
-        self.dtype = None if dtype is None else jnp.dtype(dtype)
+        # A dtype or a policy name ("mixed_bfloat16": compute in bfloat16, weights float32).
+        self.dtype = None if dtype is None else _mixed_precision.layer_dtype(dtype)
         self.built = False
         self.trainable = True
         self.built_input_shape: Shape | None = None

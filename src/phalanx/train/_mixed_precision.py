@@ -134,6 +134,21 @@ def compute_dtype(strategy: Any) -> Any:
     return None if name == "float32" else jnp.dtype(name)
 
 
+def layer_dtype(dtype: Any) -> Any:
+    """A layer's ``dtype=`` as the ``jnp`` dtype it computes in: a policy (or its name)
+    gives its compute dtype (weights stay float32), a dtype name itself.
+
+    Example:
+      >>> str(layer_dtype("mixed_bfloat16")), str(layer_dtype("float32"))
+      ('bfloat16', 'float32')
+    """
+    if isinstance(dtype, Policy):
+        return jnp.dtype(dtype.compute_dtype)
+    if isinstance(dtype, str) and dtype in _COMPUTE:
+        return jnp.dtype(_COMPUTE[dtype])
+    return jnp.dtype(dtype)
+
+
 # -- dynamic loss scaling ----------------------------------------------------------------
 
 
