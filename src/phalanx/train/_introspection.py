@@ -191,7 +191,7 @@ def _keras_path(root: nnx.Module, path: tuple) -> str:
 def weight_views(root: nnx.Module) -> list[Weight]:
     """Every weight of ``root`` (``Param`` and ``BatchStat``) as views, in Keras's order."""
     state = _weights.weights_state(root)
-    flat = [tuple(path) for path, _ in state.flat_state()]
+    flat = [tuple(path) for path, _ in nnx.to_flat_state(state)]
     order = _weights._keras_order(state)
     leaf_paths = [_leaf_path(p) for p, _ in jax.tree_util.tree_leaves_with_path(state)]
     by_leaf = {p: p for p in flat}
