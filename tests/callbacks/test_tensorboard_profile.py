@@ -110,3 +110,11 @@ def test_write_graph_false_writes_no_config(tmp_path):
     model.fit(X, Y, batch_size=8, callbacks=[board], verbose=0)
     assert not _texts(os.path.join(tmp_path, "train"))
     assert np.isfinite(model.evaluate(X, Y, verbose=0))
+
+
+def test_the_trace_reaches_a_remote_log_dir():
+    log_dir = "memory://tensorboard_profile_test"
+    board = TensorBoard(log_dir=log_dir, profile_batch=(2, 3))
+    _model().fit(X, Y, batch_size=8, epochs=1, callbacks=[board], verbose=0)
+    uploaded = phalanx.io.gfile.glob(f"{log_dir}/train/plugins/profile/*/*.xplane.pb")
+    assert len(uploaded) == 1
