@@ -36,7 +36,7 @@ seeds' ``tf.function`` with a ``tf.range`` loop of steps), arguments are
 tracers, which carry no sharding ``run`` could read. There, as for plain
 tensors in ``tf.function``, an array is given whole to every replica, unless
 it is a ``PerReplica``; ``strategy.shard_batch(batch)`` inside the compiled
-function returns the batch as a ``PerReplica`` of its replicas' rows (each
+function returns the batch with each array a ``PerReplica`` of its replicas' rows (each
 replica gets ``[batch/N, ...]``, as outside). Outputs are classified as
 outside: ``PerReplica`` (of tracers) where they vary, plain tracers where not.
 """

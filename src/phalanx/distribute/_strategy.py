@@ -192,9 +192,10 @@ class Strategy:
         process passes the same global batch and places the rows its devices hold.
 
         Inside a compiled function (``jax.jit``, ``lax.scan``), where arrays carry
-        no sharding ``run`` can read, it returns ``PerReplica`` of each replica's
-        rows (leaves ``[N, batch/N, ...]``): pass that to ``run`` for the same
-        split as outside.
+        no sharding ``run`` can read, each leaf comes back as a ``PerReplica`` of
+        its replicas' rows (``[N, batch/N, ...]``) in the batch's structure, so
+        ``images, labels = strategy.shard_batch((images, labels))`` unpacks there
+        as outside: pass them to ``run`` for the same split as outside.
 
         Args:
           batch: a pytree of arrays whose leading axis is the global batch.
@@ -229,7 +230,7 @@ class Strategy:
         if rows is not None:
             self._check_batch(rows)
         if any(is_traced(x) for x in leaves):
-            return PerReplica._of(jax.tree.map(shard, batch))
+            return jax.tree.map(lambda x: PerReplica._of(shard(x)), batch)
         return jax.tree.map(shard, batch)
 
     def _check_batch(self, global_batch: int) -> None:
