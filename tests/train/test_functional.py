@@ -65,12 +65,14 @@ def test_dict_inputs_and_outputs_shared_layers_and_merge_layers_train():
     shared = model.get_layer("shared")
     assert shared.get_weights()[0].shape == (3, 6)  # built once, by its first call
     history = model.fit(x, y, batch_size=16, epochs=3, verbose=0)
-    assert list(history.history) == ["loss", "cls_accuracy"]
+    assert list(history.history) == ["loss", "cls_loss", "reg_loss", "cls_accuracy"]  # as Keras
+    h = history.history
+    np.testing.assert_allclose(h["loss"], np.add(h["cls_loss"], h["reg_loss"]), rtol=1e-5)
     assert history.history["loss"][-1] < history.history["loss"][0]
     out = model.predict(x, verbose=0)
     assert set(out) == {"cls", "reg"} and out["cls"].shape == (64, 2)
     logs = model.evaluate(x, y, verbose=0, return_dict=True)
-    assert set(logs) == {"loss", "cls_accuracy"}
+    assert set(logs) == {"loss", "cls_loss", "reg_loss", "cls_accuracy"}
 
 
 def test_list_inputs_and_outputs():
@@ -81,8 +83,12 @@ def test_list_inputs_and_outputs():
     rng = np.random.default_rng(1)
     xa, xb = rng.normal(size=(16, 2)), rng.normal(size=(16, 2))
     y1, y2 = rng.normal(size=(16, 1)), rng.integers(0, 3, 16)
-    model.compile(optimizer="sgd", loss=["mse", "sparse_categorical_crossentropy"])
-    model.fit([xa, xb], [y1, y2], batch_size=8, verbose=0)
+    model.compile(
+        optimizer="sgd", loss=["mse", "sparse_categorical_crossentropy"], metrics=[[], ["accuracy"]]
+    )
+    history = model.fit([xa, xb], [y1, y2], batch_size=8, verbose=0)
+    # Keras names list outputs after the layers that make them.
+    assert list(history.history) == ["loss", "dense_loss", "dense_1_loss", "dense_1_accuracy"]
     p1, p2 = model.predict([xa, xb], verbose=0)
     assert p1.shape == (16, 1) and p2.shape == (16, 3)
     # A list of inputs also takes a dict keyed by the Input names, as Keras.
@@ -225,11 +231,14 @@ def test_loss_weights_weigh_each_outputs_loss():
             loss={"cls": "sparse_categorical_crossentropy", "reg": "mse"},
             loss_weights=weights,
         )
-        totals.append(model.evaluate(x, y, verbose=0))
+        totals.append(model.evaluate(x, y, verbose=0, return_dict=True))
     only_cls = _two_in_two_out()
     only_cls.set_weights(w0)
     only_cls.compile(optimizer="sgd", loss={"cls": "sparse_categorical_crossentropy", "reg": None})
-    np.testing.assert_allclose(totals[1], only_cls.evaluate(x, y, verbose=0), rtol=1e-6)
-    assert totals[0] > totals[1]
+    only = only_cls.evaluate(x, y, verbose=0, return_dict=True)
+    np.testing.assert_allclose(totals[1]["loss"], only["loss"], rtol=1e-6)
+    assert totals[0]["loss"] > totals[1]["loss"]
+    # Each output's own loss is logged before loss_weights, as Keras.
+    np.testing.assert_allclose(totals[1]["reg_loss"], totals[0]["reg_loss"], rtol=1e-6)
     with pytest.raises(ValueError, match="loss_weights.*several outputs"):
         only_cls.compile(optimizer="sgd", loss="mse", loss_weights=[1.0])

@@ -149,6 +149,7 @@ class Functional(nnx.Module):
             lambda t: t.per_example_shape, outputs, is_leaf=is_symbolic
         )
         self._connections = self._describe_connections(nodes)
+        self._output_layer_names = tuple(t.node.layer.name for t in out_leaves)
         self._build_layers(nodes, nnx.Rngs(seed))
         self.built = True
         self.trainable = True
@@ -357,6 +358,14 @@ class Functional(nnx.Module):
         return (result, logits) if return_logits else result
 
     # -- inspection ------------------------------------------------------------------
+    @property
+    def output_names(self) -> list[str]:
+        """Keras's output names: a dict output's keys, else the layers making the outputs."""
+        outputs = self._graph.outputs
+        if isinstance(outputs, dict):
+            return list(outputs)
+        return list(self._output_layer_names)
+
     def count_params(self) -> int:
         """Returns the number of weights (trainable plus non-trainable), as Keras."""
         return sum(layer.count_params() for layer in self.layers)

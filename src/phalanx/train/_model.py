@@ -42,6 +42,7 @@ from . import (
     _introspection,
     _keras_files,
     _loop,
+    _multi_output,
     _regularizers,
     _sharded,
     _step,
@@ -225,6 +226,9 @@ class Model(ModelIntrospection):
         self._adopt_current_strategy()
         self._config = resolve_compile(
             optimizer, loss, metrics, steps_per_execution, seed, loss_weights=loss_weights
+        )
+        _multi_output.name_outputs(
+            self._config.metrics, getattr(self._module, "output_names", None)
         )
         if steps_per_execution == 1 and getattr(self._strategy, "recommends_fused_steps", False):
             log.warning(

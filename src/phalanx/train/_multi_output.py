@@ -6,9 +6,11 @@ is their sum, weighted by ``loss_weights`` when given (Keras's rule). The
 targets ``y`` then have the outputs' structure (a list or a dict of arrays).
 
 Metrics: ``metrics={"a": ["accuracy"]}`` or ``[["accuracy"], []]`` give each
-output its own; a flat list applies every metric to every output. A metric of
-output ``k`` logs as ``"{k}_{name}"`` (dict outputs) or ``"output_{i}_{name}"``
-(list outputs).
+output its own; a flat list applies every metric to every output. As Keras 3,
+each output's own loss (before ``loss_weights``) is logged too, as
+``"{output}_loss"``. Outputs are named as Keras names them: a dict output by
+its key, a list output by the name of the layer that makes it (``Model.compile``
+tells ``name_outputs``; ``"output_{i}"`` until then).
 """
 
 from __future__ import annotations
@@ -89,6 +91,10 @@ class OutputMetric:
         self.key = key
         self.name = f"{_label(key)}_{metric.name}"
 
+    def rename(self, output: str) -> None:
+        """Logs under ``"{output}_{name}"`` (the output layer's name, for list outputs)."""
+        self.name = f"{output}_{self.metric.name}"
+
     def init(self):
         """The wrapped metric's fresh state."""
         return self.metric.init()
@@ -100,6 +106,55 @@ class OutputMetric:
     def result(self, state):
         """The wrapped metric's result."""
         return self.metric.result(state)
+
+
+class OutputLoss:
+    """One output's loss as a metric: the mean over real examples, as ``fit``'s ``loss``.
+
+    State ``total`` (sum of weighted per-example losses) and ``count`` (examples
+    with a weight above 0: padding has weight 0), so the outputs' totals add up
+    to the model's ``loss`` (with unit ``loss_weights``).
+    """
+
+    def __init__(self, loss: Any, key: Any):
+        self.loss = loss
+        self.key = key
+        self.name = f"{_label(key)}_loss"
+
+    def rename(self, output: str) -> None:
+        """Logs under ``"{output}_loss"``."""
+        self.name = f"{output}_loss"
+
+    def init(self):
+        """Zero total and count."""
+        return {"total": jnp.zeros((), jnp.float32), "count": jnp.zeros((), jnp.float32)}
+
+    def update(self, state, y_true, y_pred, sample_weight=None):
+        """Adds this batch's weighted losses of output ``key`` and its example count."""
+        values = self.loss.per_example(y_true[self.key], y_pred[self.key])
+        weight = jnp.ones_like(values) if sample_weight is None else jnp.asarray(sample_weight)
+        weight = weight.reshape(values.shape).astype(jnp.float32)
+        total = jnp.sum(jnp.where(weight > 0, values * weight, 0.0))
+        count = jnp.sum((weight > 0).astype(jnp.float32))
+        return {"total": state["total"] + total, "count": state["count"] + count}
+
+    def result(self, state):
+        """The mean loss (0 before any example)."""
+        return state["total"] / jnp.maximum(state["count"], 1.0)
+
+
+def name_outputs(metrics: Sequence[Any], names: Sequence[str] | None) -> None:
+    """Renames list outputs' metrics after the layers that make the outputs (Keras's names)."""
+    if not names:
+        return
+    for metric in metrics:
+        key = getattr(metric, "key", None)
+        if (
+            isinstance(metric, OutputMetric | OutputLoss)
+            and isinstance(key, int)
+            and key < len(names)
+        ):
+            metric.rename(names[key])
 
 
 def is_multi(loss: Any) -> bool:
@@ -131,6 +186,9 @@ def resolve(loss: Any, metrics: Any, loss_weights: Any = None) -> tuple[Any, tup
         per_output = dict(zip(multi.keys, (list(m) for m in metrics), strict=True))
     else:
         per_output = {k: list(metrics) for k in multi.keys}
+    for k in multi.keys:
+        if multi.losses[k] is not None:
+            resolved.append(OutputLoss(multi.losses[k], k))
     for k in multi.keys:
         for m in per_output[k]:
             resolved.append(OutputMetric(_metrics.get(m, loss=multi.losses[k]), k))
