@@ -14,6 +14,10 @@ a name goes back into ``phalanx.device(name)`` or ``MirroredStrategy(devices=[..
 With several processes, names carry the process as TensorFlow's task
 (``/job:worker/replica:0/task:1/device:GPU:0``); only this process's devices are
 listed.
+
+``experimental_connect_to_cluster`` is :func:`phalanx.cluster.connect_to_cluster`
+(TensorFlow's ``tf.config.experimental_connect_to_cluster``, which the seeds'
+TPU programs call before ``initialize_tpu_system``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import NamedTuple
 
 import jax
 
+from .cluster import connect_to_cluster as experimental_connect_to_cluster
 from .distribute import _devices
 from .errors import DeviceNotFoundError
 
@@ -124,4 +129,10 @@ def list_physical_devices(device_type: str | None = None) -> list[PhysicalDevice
     return out
 
 
-__all__ = ["LogicalDevice", "PhysicalDevice", "list_logical_devices", "list_physical_devices"]
+__all__ = [
+    "LogicalDevice",
+    "PhysicalDevice",
+    "experimental_connect_to_cluster",
+    "list_logical_devices",
+    "list_physical_devices",
+]

@@ -87,7 +87,8 @@ class TPUClusterResolver(ClusterResolver):
             raise ClusterConfigError(
                 "TPUClusterResolver found no TPU: this machine has no TPU chips and none of "
                 f"{', '.join(_VM_ENVS)} is set. Run on a Cloud TPU VM; to test TPU code on CPU, "
-                "use MirroredStrategy with simulated devices (PHALANX_CPU_DEVICES=8)."
+                "leave the resolver out and build TPUStrategy(experimental_simulate_on_cpu=True) "
+                "on simulated devices (PHALANX_CPU_DEVICES=8), or use MirroredStrategy."
             )
         read = metadata or (_gce_metadata if _may_query_metadata(env) else _no_metadata)
         hosts, worker = _slice_hosts(env, read)

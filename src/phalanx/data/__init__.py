@@ -6,6 +6,7 @@ vectorized path for in-memory arrays. It knows nothing of JAX, strategies or
 models; ``phalanx.distribute`` puts its batches on devices.
 """
 
+from . import experimental as experimental
 from ._dataset import Dataset as Dataset
 from ._example import BytesList as BytesList
 from ._example import Example as Example
@@ -52,6 +53,7 @@ __all__ = [
     "TensorSpec",
     "ThreadingOptions",
     "auto_shard",
+    "experimental",
     "BytesList",
     "Example",
     "Feature",
