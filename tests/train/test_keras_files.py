@@ -142,3 +142,44 @@ def test_errors_say_what_to_do(tmp_path):
     strided.save(spath)
     with pytest.raises(KerasFileError, match="kernel_constraint=.*does not implement"):
         phalanx.models.load_model(spath)
+
+
+def test_phalanx_writes_a_keras_file_keras_loads(tmp_path):
+    ours = _phalanx_functional()
+    ours.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    ours.fit(X, RNG.integers(0, 3, 16), batch_size=8, epochs=2, verbose=0)
+    path = str(tmp_path / "ours.keras")
+    ours.save(path)
+    theirs = keras.models.load_model(path)
+    np.testing.assert_allclose(
+        np.asarray(theirs.predict(X, verbose=0)), ours.predict(X, verbose=0), atol=1e-6
+    )
+    back = phalanx.models.load_model(path)  # and phalanx reads its own file back
+    np.testing.assert_allclose(back.predict(X, verbose=0), ours.predict(X, verbose=0), atol=1e-6)
+    seq = phalanx.Sequential(
+        [layers.Input(shape=(6,)), layers.Dense(4, activation="relu"), layers.Dense(2)]
+    )
+    seq.save(str(tmp_path / "seq.keras"))
+    loaded = keras.models.load_model(str(tmp_path / "seq.keras"))
+    np.testing.assert_allclose(
+        np.asarray(loaded.predict(X[:, 0], verbose=0)), seq.predict(X[:, 0], verbose=0), atol=1e-6
+    )
+    with pytest.raises(KerasFileError, match="writes Keras 3 .keras files"):
+        seq.save(str(tmp_path / "seq.h5"))
+
+
+def test_a_subclassed_model_is_not_written_as_a_keras_file(tmp_path):
+    class Net(phalanx.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = layers.Dense(2)
+
+        def call(self, inputs):
+            return self.dense(inputs)
+
+    model = Net()
+    model.build((3,))
+    with pytest.raises(KerasFileError, match="subclassed model's class is code"):
+        model.save(str(tmp_path / "net.keras"))
+    model.save_weights(str(tmp_path / "net.weights.h5"))  # its weights do go to Keras's format
+    assert os.path.getsize(tmp_path / "net.weights.h5") > 0

@@ -150,6 +150,9 @@ class Functional(nnx.Module):
         )
         self._connections = self._describe_connections(nodes)
         self._output_layer_names = tuple(t.node.layer.name for t in out_leaves)
+        from ._keras_files import keras_graph
+
+        self._graph.keras = keras_graph(nodes, inputs, outputs)  # for save("m.keras")
         self._build_layers(nodes, nnx.Rngs(seed))
         self.built = True
         self.trainable = True

@@ -799,6 +799,28 @@ class Model(ModelIntrospection):
             return _keras_files.save_weights(self, filepath)
         _weights.save_on_chief(filepath, self._weights())
 
+    def save(self, filepath: str, overwrite: bool = True) -> None:
+        """Writes the model as a Keras 3 ``.keras`` file (Sequential and functional models).
+
+        ``keras.models.load_model`` and ``phalanx.models.load_model`` read it back.
+
+        Raises:
+          KerasFileError: the path does not end in ``.keras``, or the model is
+            subclassed (its class is code: use ``save_weights``).
+        """
+        from pathlib import Path
+
+        from ..errors import KerasFileError
+
+        if not str(filepath).endswith(".keras"):
+            raise KerasFileError(
+                f"model.save writes Keras 3 .keras files; got {str(filepath)!r}. Name it "
+                "'model.keras', or use save_weights (.weights.h5 or .npz) or checkpoints."
+            )
+        if not overwrite and Path(filepath).exists():
+            raise FileExistsError(f"{filepath!r} exists and overwrite=False.")
+        _keras_files.save_model(self, filepath)
+
     def load_weights(self, filepath: str) -> None:
         """Reads weights saved by ``save_weights``, under any replica count.
 
