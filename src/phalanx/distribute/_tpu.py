@@ -19,6 +19,9 @@ Without TPU devices it raises, unless ``experimental_simulate_on_cpu=True``
 from __future__ import annotations
 
 import logging
+import os
+import sys
+import threading
 import warnings
 
 from ._devices import simulate_tpu
@@ -27,6 +30,24 @@ from ._multi_worker import MultiWorkerMirroredStrategy
 log = logging.getLogger("phalanx")
 
 TPU_BATCH_MULTIPLE = 128
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _user_stacklevel() -> int:
+    """The ``warnings.warn`` stacklevel, for its caller, of the nearest frame outside phalanx.
+
+    The warning then names the user's line (``model.fit(...)``,
+    ``strategy.shard_batch(...)``), not phalanx's. In a background thread of
+    phalanx's (no user frame), the caller of ``_check_batch``'s caller, as before.
+    """
+    frame, level = sys._getframe(2), 2  # the caller of warnings.warn's caller
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    if frame is None or frame.f_code.co_filename == threading.__file__:
+        return 3
+    return level
 
 
 class TPUStrategy(MultiWorkerMirroredStrategy):
@@ -84,7 +105,7 @@ class TPUStrategy(MultiWorkerMirroredStrategy):
                 f"{TPU_BATCH_MULTIPLE} (the TPU matrix unit); the cores will be partly idle. "
                 f"Use a global batch of {TPU_BATCH_MULTIPLE * self.num_replicas_in_sync} "
                 "(or a multiple).",
-                stacklevel=3,
+                stacklevel=_user_stacklevel(),
             )
 
     def __repr__(self) -> str:
