@@ -87,13 +87,27 @@ def _groups(layer: Layer) -> list[tuple[str, int]]:
     return [("", count)]
 
 
+def _refuse_nested(model: Any) -> None:
+    from ._nested import NestedModel
+
+    nested = [layer.name for layer in model.layers if isinstance(layer, NestedModel)]
+    if nested:
+        raise KerasFileError(
+            f"Model {model.name!r} holds models used as layers ({nested}); phalanx does not "
+            "write Keras files of nested models yet. Save each model's weights on its own, or "
+            "use save_weights('m.npz')."
+        )
+
+
 def save_weights(model: Any, path: Any) -> None:
     """Writes ``model``'s weights as a Keras 3 ``.weights.h5`` file (on process 0).
 
     Raises:
-      KerasFileError: the model has no weights yet.
+      KerasFileError: the model has no weights yet, or holds nested models.
     """
     import jax
+
+    _refuse_nested(model)
 
     if not model.built:
         raise KerasFileError(
@@ -560,6 +574,7 @@ def save_model(model: Any, path: Any) -> None:
 
     import jax
 
+    _refuse_nested(model)
     config = model_config(model)
     if jax.process_index() != 0:
         return

@@ -43,6 +43,7 @@ from . import (
     _keras_files,
     _loop,
     _multi_output,
+    _nested,
     _regularizers,
     _sharded,
     _step,
@@ -167,8 +168,12 @@ class Model(ModelIntrospection):
         """Runs the model on a batch, eagerly (outside the compiled steps).
 
         ``training=True`` runs dropout as in a training step, with a fresh key
-        per call (from ``compile``'s seed and a call counter), as Keras.
+        per call (from ``compile``'s seed and a call counter), as Keras. Called
+        on symbolic tensors (``phalanx.Input``), a built functional or Sequential
+        model is a layer of the model being defined (``phalanx.train._nested``).
         """
+        if _nested.is_symbolic_call(x):
+            return _nested.call_symbolic(self, x, training or None)
         self._ensure_built(x)
         module = self.module
         style = _step.module_call_style(module)

@@ -155,6 +155,8 @@ def _shapes_compatible(a: Any, b: Any) -> bool:
         return len(a) == len(b) and all(_shapes_compatible(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, tuple) and isinstance(b, tuple):
         return shapes_match(a, b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return set(a) == set(b) and all(_shapes_compatible(a[k], b[k]) for k in a)
     return False
 
 
