@@ -193,3 +193,16 @@ def test_fit_builds_a_multi_input_model_from_its_first_batch(as_dataset):
     model.fit(data, None if as_dataset else y, batch_size=None if as_dataset else 8, verbose=0)
     assert model.built and model.embed.get_weights()[0].shape == (20, 4)
     assert model.predict(x, verbose=0).shape == (32, 1)
+
+
+def test_an_attribute_named_layers_is_refused_as_keras():
+    class Stack(phalanx.Model):
+        def __init__(self):
+            super().__init__()
+            self.layers = [layers.Dense(4, activation="relu"), layers.Dense(2)]
+
+        def call(self, inputs):
+            return inputs
+
+    with pytest.raises(AttributeError, match="`Model.layers` is reserved.*self.blocks"):
+        Stack()

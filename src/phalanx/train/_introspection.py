@@ -273,6 +273,13 @@ class ModelIntrospection:
         """The model's layers, in order (Keras's ``model.layers``)."""
         return top_layers(self._introspection_module())
 
+    @layers.setter
+    def layers(self, value: Any) -> None:
+        raise AttributeError(
+            "`Model.layers` is reserved (it lists the model's layers), as in Keras: name the "
+            "attribute otherwise, e.g. self.blocks = [...]."
+        )
+
     def get_layer(self, name: str | None = None, index: int | None = None) -> Layer:
         """Returns a layer by ``name`` or by ``index`` into ``layers``.
 
