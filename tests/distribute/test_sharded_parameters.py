@@ -126,6 +126,17 @@ def test_multi_worker_strategy_shards_too(data):
     _assert_same(replicated, h_rep, sharded, h_sh)
 
 
+def test_tpu_strategy_shards_too(data):
+    def tpu(shard):
+        return phalanx.TPUStrategy(
+            experimental_simulate_on_cpu=True, compute_dtype="float32", shard_parameters=shard
+        )
+
+    replicated, h_rep = _fit(tpu(False), data)
+    sharded, h_sh = _fit(tpu(True), data)
+    _assert_same(replicated, h_rep, sharded, h_sh)
+
+
 def test_optimizers_with_norms_and_momentum_equal_replicated(data):
     for make in (
         lambda: phalanx.optimizers.SGD(0.1, momentum=0.9, clipnorm=0.5),

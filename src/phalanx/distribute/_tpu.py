@@ -60,6 +60,8 @@ class TPUStrategy(MultiWorkerMirroredStrategy):
         forward and backward passes in ``fit``.
       experimental_simulate_on_cpu: run on CPU devices when there is no TPU
         (for tests); otherwise that raises.
+      shard_parameters: keep parameters and optimizer state split over the cores
+        (ZeRO-3 / FSDP); phalanx only.
 
     Raises:
       RuntimeError: no TPU devices and ``experimental_simulate_on_cpu`` is False.
@@ -76,12 +78,13 @@ class TPUStrategy(MultiWorkerMirroredStrategy):
         *,
         compute_dtype: str = "bfloat16",
         experimental_simulate_on_cpu: bool = False,
+        shard_parameters: bool = False,
     ):
         if compute_dtype not in ("bfloat16", "float32"):
             raise ValueError(
                 f"compute_dtype must be 'bfloat16' or 'float32', got {compute_dtype!r}."
             )
-        super().__init__(tpu_cluster_resolver)
+        super().__init__(tpu_cluster_resolver, shard_parameters=shard_parameters)
         platform = self.devices[0].platform
         if platform != "tpu" and not experimental_simulate_on_cpu:
             raise RuntimeError(
