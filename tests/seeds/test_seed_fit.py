@@ -73,11 +73,6 @@ def _create_model():
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a finite dataset used up by steps_per_epoch/validation_steps is not read again "
-    "in the next epoch: 'The input ran out of data after 0 of N steps'",
-)
 @pytest.mark.parametrize("steps_per_execution", [1, 2])
 def test_seed_001_fit_validates_on_the_test_set_every_epoch(strategy, steps_per_execution):
     """The test dataset is finite (no repeat) and ``validation_steps`` is its length: each
@@ -107,11 +102,6 @@ def test_seed_001_fit_validates_on_the_test_set_every_epoch(strategy, steps_per_
     np.testing.assert_allclose(val_loss[-1], loss, rtol=1e-5)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a finite dataset used up by steps_per_epoch/validation_steps is not read again "
-    "in the next epoch: 'The input ran out of data after 0 of N steps'",
-)
 def test_fit_on_a_finite_dataset_with_steps_per_epoch_equal_to_its_length():
     """Keras (2 and 3) start a new pass when ``steps_per_epoch`` used up a finite dataset."""
     rng = np.random.default_rng(0)
@@ -194,3 +184,45 @@ def test_tpu_batch_advice_names_the_users_line(strategy):
     with pytest.warns(UserWarning, match="per-replica batch is 1,") as record:
         px.TPUStrategy(experimental_simulate_on_cpu=True).shard_batch(np.ones((8, 2)))
     assert [w.filename for w in record] == [__file__]
+
+
+class _Interrupt(Exception):
+    pass
+
+
+class _StopAt(px.callbacks.Callback):
+    """Ends fit (as a crash would) once ``steps`` steps are done."""
+
+    def __init__(self, steps):
+        super().__init__()
+        self.steps = steps
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.model.optimizer.iterations >= self.steps:
+            raise _Interrupt
+
+
+@pytest.mark.parametrize("stop_at", [4, 5])
+def test_resumed_fit_starts_the_next_pass_where_the_uninterrupted_one_did(tmp_path, stop_at):
+    """4 batches, 2 steps an epoch: every second epoch starts a new pass; a run resumed
+    from BackupAndRestore at the end of a pass (4) or inside one (5) ends as the whole run."""
+    rng = np.random.default_rng(0)
+    x, y = rng.random((64, 6), dtype=np.float32), rng.integers(0, 3, 64)
+    ds = px.data.Dataset.from_tensor_slices((x, y)).shuffle(64, seed=1).batch(16)
+
+    def make():
+        model = px.Sequential([px.layers.Input(shape=(6,)), px.layers.Dense(3)])
+        model.compile(
+            optimizer="adam", loss=px.losses.SparseCategoricalCrossentropy(from_logits=True)
+        )
+        return model
+
+    reference = make()
+    reference.fit(ds, epochs=4, steps_per_epoch=2, verbose=0)
+    backup = px.callbacks.BackupAndRestore(tmp_path / "backup", save_freq=1)
+    with pytest.raises(_Interrupt):
+        make().fit(ds, epochs=4, steps_per_epoch=2, callbacks=[backup, _StopAt(stop_at)], verbose=0)
+    resumed = make()
+    resumed.fit(ds, epochs=4, steps_per_epoch=2, callbacks=[backup], verbose=0)
+    for got, want in zip(resumed.get_weights(), reference.get_weights(), strict=True):
+        np.testing.assert_array_equal(got, want)

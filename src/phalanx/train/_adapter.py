@@ -294,6 +294,10 @@ class IterableAdapter:
         self._shares = strategy._num_processes if self.process_local else 1
         self._class_weight = class_weight
         self._iterator: Iterator | None = None
+        # Batches in one pass of the input (None: unknown or endless), and how many
+        # ``_iterator`` has yielded (None: unknown, after restoring an older checkpoint).
+        self._pass_length = _known_length(iterable)
+        self._read: int | None = 0
         self.batch_size: int | None = None
         #: Whether some batches index arrays placed on the devices (``data``).
         self.resident = False
@@ -316,11 +320,21 @@ class IterableAdapter:
         # (initial_epoch=k) reshuffles as the uninterrupted one did. A checkpoint's
         # ``input_state`` puts a resumed run where the saved one was (mid-epoch, or
         # an iterator that continues across epochs).
+        # Keras 3 also starts a new pass when the steps used up a finite input at the
+        # end of the previous epoch (steps_per_epoch or validation_steps equal to, or
+        # a divisor of, a dataset's length: seed 001's test set).
         fresh = self._steps_given is None and not hasattr(self._iterable, "__next__")
+        used_up = (
+            self._pass_length is not None
+            and self._read is not None
+            and self._read >= self._pass_length
+            and not hasattr(self._iterable, "__next__")
+        )
         restore = input_state is not None and (start > 0 or not fresh)
-        if self._iterator is None or fresh or restore:
+        if self._iterator is None or fresh or used_up or restore:
             by_epoch = getattr(self._iterable, "_iter_epoch", None)
             self._iterator = by_epoch(epoch) if by_epoch is not None else iter(self._iterable)
+            self._read = input_state.get("read") if restore else 0
             if restore:
                 _set_input_state(self._iterator, input_state["iterator"])
                 # The batch size the saved run learned from its first batch: a resumed
@@ -351,6 +365,8 @@ class IterableAdapter:
                         "Use .repeat() on the dataset, or lower steps_per_epoch."
                     )
                 return
+            if self._read is not None:
+                self._read += len(batches)
             yield self._stack(batches, step)._replace(input_state=self._input_state(it))
             step += len(batches)
             if len(batches) < want:
@@ -365,7 +381,9 @@ class IterableAdapter:
         """What a checkpoint saves of the input after a batch: the iterator's state and
         the batch size (None when the iterator cannot save a position)."""
         state = _input_state(it)
-        return None if state is None else {"iterator": state, "batch_size": self.batch_size}
+        if state is None:
+            return None
+        return {"iterator": state, "batch_size": self.batch_size, "read": self._read}
 
     def _batches(self, it: Iterator) -> Iterator:
         """``it``'s batches; those of a ``Dataset`` that index its in-memory arrays as ``_Indices``.
