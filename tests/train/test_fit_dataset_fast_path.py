@@ -203,3 +203,37 @@ def test_a_cache_completes_in_the_first_epoch_although_batches_drop_the_remainde
     assert calls[0] == N
     model.fit(ds, epochs=2, verbose=0)
     assert calls[0] == N and gathers[0] == 0
+
+
+class _Interrupt(Exception):
+    pass
+
+
+@pytest.mark.parametrize("spe,stop_at", [(1, 4), (2, 9)])
+def test_backup_and_restore_resumes_an_index_read_dataset_mid_epoch(
+    data, weights0, tmp_path, spe, stop_at
+):
+    """The saved input position of a prefetched pipeline read as indices is where its
+    batches stopped: the resumed fit ends as the uninterrupted one, bit for bit."""
+    x, y, _ = data
+
+    def pipeline():
+        return (
+            phalanx.data.Dataset.from_tensor_slices((x, y)).shuffle(N, seed=5).batch(16).prefetch(2)
+        )
+
+    class StopAt(phalanx.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if self.model.optimizer.iterations >= stop_at:
+                raise _Interrupt
+
+    reference = _model(1, spe, weights0)
+    reference.fit(pipeline(), epochs=3, verbose=0)
+    backup = phalanx.callbacks.BackupAndRestore(tmp_path / "backup", save_freq=1)
+    with pytest.raises(_Interrupt):
+        _model(1, spe, weights0).fit(pipeline(), epochs=3, callbacks=[backup, StopAt()], verbose=0)
+    resumed = _model(1, spe, weights0)
+    resumed.fit(pipeline(), epochs=3, callbacks=[backup], verbose=0)
+    assert resumed.optimizer.iterations == reference.optimizer.iterations == 21
+    for a, b in zip(reference.get_weights(), resumed.get_weights(), strict=True):
+        np.testing.assert_array_equal(a, b)
