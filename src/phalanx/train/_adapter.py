@@ -63,7 +63,7 @@ from ..data import _fast_path as fp
 from ..data import _structure as st
 from ..data._prefetch import background
 from ..distribute._placement import HostBuffer, host_array, put, put_resident
-from ..errors import BatchNotDivisibleError, MissingTargetsError
+from ..errors import BatchNotDivisibleError, FitInputError, MissingTargetsError
 from ._validate import check_batch_rows
 
 RESIDENT_LIMIT_BYTES = 2 << 30
@@ -110,7 +110,7 @@ def check_global_batch(
 def _leading(tree) -> int:
     sizes = {int(np.shape(a)[0]) for a in jax.tree.leaves(tree)}
     if len(sizes) != 1:
-        raise ValueError(
+        raise FitInputError(
             "All input arrays (x, y, sample_weight) must have the same number of examples; "
             f"got first dimensions {sorted(sizes)}."
         )
@@ -243,7 +243,7 @@ class ArrayAdapter:
 
 def _class_weights(class_weight: dict, y) -> np.ndarray:
     if y is None:
-        raise ValueError("class_weight needs targets y; got y=None.")
+        raise FitInputError("class_weight needs targets y; got y=None.")
     labels = np.asarray(y)
     if labels.ndim > 1 and labels.shape[-1] > 1:
         labels = labels.argmax(-1)
@@ -263,7 +263,7 @@ def split_batch(element) -> tuple[Any, Any, Any]:
             return element[0], element[1], None
         if len(element) == 3:
             return element
-        raise ValueError(
+        raise FitInputError(
             "A batch is x, (x,), (x, y) or (x, y, sample_weight); got a tuple of "
             f"{len(element)} items. Put multiple inputs in a dict or an inner tuple."
         )
@@ -360,9 +360,12 @@ class IterableAdapter:
             batches = list(itertools.islice(source, want))
             if not batches:
                 if limit is not None and step < limit:
-                    raise ValueError(
-                        f"The input ran out of data after {step} of {limit} steps this epoch. "
-                        "Use .repeat() on the dataset, or lower steps_per_epoch."
+                    known = self._pass_length
+                    length = f" (one pass is {known} batches)" if known is not None else ""
+                    raise FitInputError(
+                        f"The input ran out of data after {step} of {limit} steps this epoch"
+                        f"{length}. Use .repeat() on the dataset, or lower steps_per_epoch "
+                        "(validation_steps for validation_data) to a divisor of its length."
                     )
                 return
             if self._read is not None:
@@ -455,7 +458,7 @@ class IterableAdapter:
                 self.batch_size * self._shares, self._num_replicas, "batch size of the input"
             )
         if max(sizes) > self.batch_size:
-            raise ValueError(
+            raise FitInputError(
                 f"A batch of {max(sizes)} examples followed batches of {self.batch_size}: "
                 "every batch must be at most as large as the first (compiled programs have "
                 "static shapes). Batch the data with one batch size."
@@ -552,7 +555,7 @@ class _BufferPool:
         with self._lock:
             if self._spec != spec:
                 if self._spec is not None:
-                    raise ValueError(
+                    raise FitInputError(
                         "Every batch must have the same structure, shapes (but the batch size) "
                         f"and dtypes; the first was {self._spec}, now {spec}. Fix the input "
                         "pipeline so that its batches agree."
@@ -673,7 +676,10 @@ def make_adapter(
         else:
             hint = ""
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}.")
+            raise FitInputError(
+                f"batch_size must be a positive int (the global batch), got {batch_size!r}; "
+                "e.g. batch_size=32, or leave it out."
+            )
         check_global_batch(batch_size, strategy.num_replicas_in_sync, hint=hint)
         return ArrayAdapter(
             x,
@@ -688,7 +694,7 @@ def make_adapter(
             class_weight=class_weight,
         )
     if y is not None or sample_weight is not None:
-        raise ValueError(
+        raise FitInputError(
             f"When x is a {type(x).__name__} (a dataset or generator yielding (x, y) "
             "batches), pass y and sample_weight inside its batches, not as arguments."
         )
@@ -716,7 +722,10 @@ def _default_batch_size(x, y, sample_weight, steps) -> tuple[int, str]:
     present = [t for t in (x, y, sample_weight) if t is not None]
     n = _leading(present)
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps_per_epoch must be a positive int, got {steps!r}.")
+        raise FitInputError(
+            f"steps_per_epoch must be a positive int, got {steps!r}; or leave it out for one "
+            "pass over the arrays."
+        )
     size = max(1, math.ceil(n / steps))
     return size, (
         f"With no batch_size, it is ceil({n} / {steps}) = {size} (the examples over "
@@ -750,9 +759,12 @@ def _process_input(strategy, x) -> tuple[Any, bool]:
 
 def split_validation(x, y, sample_weight, split: float):
     if not 0.0 < split < 1.0:
-        raise ValueError(f"validation_split must be in (0, 1), got {split}.")
+        raise FitInputError(
+            f"validation_split must be a fraction in (0, 1), got {split!r}; e.g. "
+            "validation_split=0.1 holds out the last 10% of the examples."
+        )
     if not is_array_like(x):
-        raise ValueError(
+        raise FitInputError(
             "validation_split works with array inputs only (Keras's rule); for a dataset or "
             "generator, pass validation_data."
         )
