@@ -170,12 +170,13 @@ class HostBuffer:
 
 
 class _Staging:
-    """``HostBuffer`` s by shape and dtype, reused once free; at most ``keep`` free ones kept."""
+    """``HostBuffer`` s by shape and dtype, reused once free; of the free ones, at most
+    ``keep`` and ``keep_bytes`` are kept (those of shapes seen first go first)."""
 
-    def __init__(self, keep: int = 4):
+    def __init__(self, keep: int = 4, keep_bytes: int = 2 << 30):
         self._stages: dict[tuple, list[HostBuffer]] = {}
         self._lock = threading.Lock()
-        self._keep = keep
+        self._keep, self._keep_bytes = keep, keep_bytes
 
     @contextlib.contextmanager
     def lend(self, shape: tuple, dtype: np.dtype):
@@ -196,7 +197,11 @@ class _Staging:
 
     def _trim(self) -> None:
         free = [(k, st) for k, sts in self._stages.items() for st in sts if st.free()]
-        for k, st in free[: max(0, len(free) - self._keep)]:
+        kept = sum(st.buf.nbytes for _, st in free)
+        for n, (k, st) in enumerate(free):
+            if len(free) - n <= self._keep and kept <= self._keep_bytes:
+                break
+            kept -= st.buf.nbytes
             self._stages[k].remove(st)
             if not self._stages[k]:
                 del self._stages[k]
