@@ -212,6 +212,7 @@ def test_a_stacked_per_replica_and_a_tuple_still_work(two):
     v = phalanx.PerReplica((np.arange(2.0), {"w": np.ones((2, 3))}))
     total = two.reduce("SUM", v, axis=None)
     assert float(total[0]) == 1.0 and total[1]["w"].shape == (3,)
-    # shard_batch of a list inside jit still gives a PerReplica (built by phalanx itself)
+    # shard_batch of a list inside jit keeps the list, each array a PerReplica (as outside jit)
     out = jax.jit(lambda x: two.shard_batch([x, x]))(np.zeros(4))
-    assert isinstance(out, phalanx.PerReplica) and len(out.values) == 2
+    assert isinstance(out, list) and len(out) == 2
+    assert all(isinstance(v, phalanx.PerReplica) and len(v.values) == 2 for v in out)
