@@ -17,6 +17,16 @@ class DeviceNotFoundError(PhalanxError, ValueError):
     """A device specification matches no device of this process."""
 
 
+class TPUNotFoundError(DeviceNotFoundError, RuntimeError):
+    """``TPUStrategy`` found no TPU and was not asked to simulate its cores on CPU devices."""
+
+
+class DistributeArgumentError(PhalanxError, ValueError, TypeError):
+    """A strategy or ``phalanx.distribute`` function got an argument of a type or value it
+    cannot use (``compute_average_loss``'s ``global_batch_size``, ``TPUStrategy``'s
+    ``compute_dtype``, a strategy's device list)."""
+
+
 class BatchNotDivisibleError(PhalanxError, ValueError):
     """A global batch does not divide evenly over the replicas."""
 

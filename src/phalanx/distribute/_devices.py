@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 
 import jax
 
-from ..errors import DeviceNotFoundError
+from ..errors import DeviceNotFoundError, DistributeArgumentError
 
 DeviceSpec = jax.Device | int | str
 
@@ -76,7 +76,7 @@ def resolve_device(spec: DeviceSpec) -> jax.Device:
     if isinstance(spec, jax.Device):
         return spec
     if isinstance(spec, bool) or not isinstance(spec, int | str):
-        raise TypeError(
+        raise DistributeArgumentError(
             "A device is a jax.Device, an index into jax.local_devices(), or a string such "
             f"as '/gpu:0'; got {type(spec).__name__} {spec!r}."
         )
@@ -121,9 +121,12 @@ def resolve_devices(specs: Sequence[DeviceSpec] | None) -> list[jax.Device]:
         specs = [specs]
     devices = [resolve_device(s) for s in specs]
     if not devices:
-        raise ValueError("A strategy needs at least one device; got an empty list.")
+        raise DistributeArgumentError(
+            "A strategy needs at least one device; got an empty list. Leave devices out for "
+            "every local device."
+        )
     if len(set(devices)) != len(devices):
-        raise ValueError(
+        raise DistributeArgumentError(
             f"Each device may appear once; got {list(specs)!r}, which names "
             f"{[str(d) for d in devices]}."
         )

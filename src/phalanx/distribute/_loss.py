@@ -14,7 +14,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from ..errors import ReplicaContextError
+from ..errors import DistributeArgumentError, ReplicaContextError
 from ._context import get_replica_context, get_strategy, in_cross_replica_context
 
 
@@ -22,12 +22,15 @@ def _check_global_batch_size(global_batch_size) -> None:
     if isinstance(global_batch_size, jax.Array | jnp.ndarray):
         return  # traced or concrete array: TensorFlow checks it at run time; we trust it.
     if isinstance(global_batch_size, bool) or not isinstance(global_batch_size, int):
-        raise TypeError(
+        raise DistributeArgumentError(
             "global_batch_size must be a positive int (the batch size summed over all "
             f"replicas), got {type(global_batch_size).__name__} {global_batch_size!r}."
         )
     if global_batch_size <= 0:
-        raise ValueError(f"global_batch_size must be positive, got {global_batch_size}.")
+        raise DistributeArgumentError(
+            f"global_batch_size must be positive (the batch size summed over all replicas), "
+            f"got {global_batch_size}."
+        )
 
 
 def compute_average_loss(
@@ -51,7 +54,8 @@ def compute_average_loss(
       replicas it is the mean over the global batch.
 
     Raises:
-      ValueError: ``per_example_loss`` is a scalar, or ``global_batch_size`` is not positive.
+      DistributeArgumentError: ``per_example_loss`` is a scalar, or ``global_batch_size``
+        is not a positive int (a ``ValueError`` and a ``TypeError``).
       ReplicaContextError: called inside ``scope()`` outside ``run`` with no
         ``global_batch_size``.
 
@@ -62,7 +66,7 @@ def compute_average_loss(
     """
     per_example_loss = jnp.asarray(per_example_loss)
     if per_example_loss.ndim == 0:
-        raise ValueError(
+        raise DistributeArgumentError(
             "compute_average_loss expects per-example losses with a leading batch axis "
             "(rank >= 1); got a scalar. Compute the loss with reduction='none' "
             "(e.g. optax.softmax_cross_entropy_with_integer_labels, not its mean)."
@@ -127,7 +131,7 @@ def scale_regularization_loss(regularization_loss) -> jax.Array:
     try:
         total = sum((jnp.sum(jnp.asarray(t)) for t in terms), jnp.zeros((), jnp.float32))
     except TypeError:
-        raise TypeError(
+        raise DistributeArgumentError(
             "scale_regularization_loss takes a scalar, an array or a list of them (e.g. "
             f"model.losses); got {type(regularization_loss).__name__} {regularization_loss!r}."
         ) from None

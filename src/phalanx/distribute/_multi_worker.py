@@ -16,6 +16,7 @@ import enum
 
 import jax
 
+from ..errors import DistributeArgumentError
 from ._strategy import Strategy
 
 
@@ -48,7 +49,9 @@ class CommunicationOptions:
     def __post_init__(self):
         t = self.timeout_seconds
         if t is not None and (isinstance(t, bool) or not isinstance(t, int | float) or t <= 0):
-            raise ValueError(f"timeout_seconds must be a positive number or None, got {t!r}.")
+            raise DistributeArgumentError(
+                f"timeout_seconds must be a positive number or None, got {t!r}."
+            )
 
 
 class MultiWorkerMirroredStrategy(Strategy):

@@ -24,6 +24,7 @@ import sys
 import threading
 import warnings
 
+from ..errors import DistributeArgumentError, TPUNotFoundError
 from ._devices import simulate_tpu
 from ._multi_worker import MultiWorkerMirroredStrategy
 
@@ -64,7 +65,9 @@ class TPUStrategy(MultiWorkerMirroredStrategy):
         (ZeRO-3 / FSDP); phalanx only.
 
     Raises:
-      RuntimeError: no TPU devices and ``experimental_simulate_on_cpu`` is False.
+      TPUNotFoundError: no TPU devices and ``experimental_simulate_on_cpu`` is False
+        (a ``RuntimeError``).
+      DistributeArgumentError: ``compute_dtype`` is not ``"bfloat16"`` or ``"float32"``.
 
     Example:
       >>> s = TPUStrategy(experimental_simulate_on_cpu=True)
@@ -81,13 +84,13 @@ class TPUStrategy(MultiWorkerMirroredStrategy):
         shard_parameters: bool = False,
     ):
         if compute_dtype not in ("bfloat16", "float32"):
-            raise ValueError(
+            raise DistributeArgumentError(
                 f"compute_dtype must be 'bfloat16' or 'float32', got {compute_dtype!r}."
             )
         super().__init__(tpu_cluster_resolver, shard_parameters=shard_parameters)
         platform = self.devices[0].platform
         if platform != "tpu" and not experimental_simulate_on_cpu:
-            raise RuntimeError(
+            raise TPUNotFoundError(
                 f"TPUStrategy found no TPU: JAX sees {len(self.devices)} {platform} device(s). "
                 'Run on a Cloud TPU VM with `pip install -U "jax[tpu]"`, use '
                 "MirroredStrategy/MultiWorkerMirroredStrategy here, or pass "
