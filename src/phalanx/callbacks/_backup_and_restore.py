@@ -60,6 +60,11 @@ class BackupAndRestore(Callback):
       2
     """
 
+    # Its batch hook saves the model's state together with the position that moves with it
+    # (Model._position), which agree whichever execution has been dispatched: fit need not
+    # stop its pipeline for it (_loop.may_act_per_batch).
+    batch_hooks_read_only_logs = True
+
     def __init__(
         self,
         backup_dir: str | os.PathLike[str],
@@ -91,7 +96,8 @@ class BackupAndRestore(Callback):
         self.save_before_preemption = bool(save_before_preemption)
         self._manager: Any = None
         self._preemption: Any = None
-        self._last_step = 0
+        self._steps = 0  # training steps done (the model's step), counted on the host
+        self._epoch_start = 0
 
     def _make_manager(self):
         from ..checkpoint import Checkpoint, CheckpointManager
@@ -112,11 +118,17 @@ class BackupAndRestore(Callback):
                 f"BackupAndRestore: resuming from {restored} (epoch {position.epoch + 1}, "
                 f"{position.step} steps done in it)."
             )
-        self._last_step = self.model.optimizer.iterations if restored is not None else 0
+        self._steps = self.model.optimizer.iterations if restored is not None else 0
+        self._resumed_in_epoch = self.model._position.step if restored is not None else 0
         if self.save_before_preemption:
             from ..checkpoint import PreemptionCheckpointHandler
 
             self._preemption = PreemptionCheckpointHandler(self._manager)
+
+    def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
+        """Marks where the epoch's steps start in the step count."""
+        self._epoch_start = self._steps - self._resumed_in_epoch
+        self._resumed_in_epoch = 0
 
     def on_train_batch_end(self, batch: int, logs: Logs | None = None) -> None:
         """Backs up when the step count reaches or passes a multiple of ``save_freq``, and
@@ -125,10 +137,9 @@ class BackupAndRestore(Callback):
             self._preemption.save_checkpoint_if_preempted()
         if self.save_freq == "epoch":
             return
-        step = self.model.optimizer.iterations
-        if step // self.save_freq > self._last_step // self.save_freq:
+        previous, self._steps = self._steps, self._epoch_start + batch + 1
+        if self._steps // self.save_freq > previous // self.save_freq:
             self._save()
-        self._last_step = step
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
         """Backs up at the epoch end when ``save_freq="epoch"``."""

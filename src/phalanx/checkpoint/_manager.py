@@ -125,6 +125,7 @@ class CheckpointManager:
             step_prefix=checkpoint_name,
             create=True,
             enable_async_checkpointing=bool(async_save),
+            enable_background_delete=bool(async_save),
         )
         self._manager = o.CheckpointManager(self.directory, options=options)
         self._last_saved = self._manager.latest_step()

@@ -82,7 +82,9 @@ def may_act_per_batch(cbs, kind: str) -> bool:
 
     Callbacks whose batch hooks only record the logs they are given say so with
     ``batch_hooks_read_only_logs = True`` (``History``, ``ProgbarLogger``,
-    ``TensorBoard``); anything else that defines ``on_train_batch_end``
+    ``TensorBoard``; and ``BackupAndRestore``, which saves the model's state with
+    the position that moves with it, consistent whichever execution has been
+    dispatched); anything else that defines ``on_train_batch_end``
     (``on_test_batch_end`` in evaluation, ``on_predict_batch_end`` in
     prediction) makes the loop synchronous, so that nothing runs past the
     batch it acted on and the batch hooks come in Keras's order.

@@ -23,6 +23,7 @@ that stalls (or waits on one that stalled) is reported and ended.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import math
@@ -495,8 +496,8 @@ class Model(ModelIntrospection):
         start = resume.step if resume is not None else 0
         state = resume.input_state if resume is not None else None
         executions = self._prepared(adapter, epoch, where=where, start=start, input_state=state)
-        if executions is None:  # resumed after the epoch's last step
-            return dict(resume.logs or {})
+        if executions is None:  # resumed after the epoch's last step: its restored logs
+            return self._restored_logs(resume)
         begin, end = _hooks(cbs, kind)
         if start == 0:
             self._state = self._reset_metrics(self._state)
@@ -531,6 +532,14 @@ class Model(ModelIntrospection):
                 self._position = self._position._replace(logs=logs)
             end(ex.first_step + ex.steps - 1, logs)
         return logs
+
+    def _restored_logs(self, resume) -> dict:
+        """The epoch's logs from the restored metric accumulators (a resumed epoch that has
+        no step left); the saved logs while the model is not built yet."""
+        if self._state is None:
+            return dict(resume.logs or {})
+        results = jax.jit(functools.partial(_step.results, self._step_config))
+        return self._fetch_logs(None, results(self._state))
 
     def _prepared(self, adapter, epoch: int, *, where: str | None, start=0, input_state=None):
         """The epoch's executions, once the model is built and its state placed.

@@ -92,8 +92,11 @@ class KillAtStep(phalanx.callbacks.Callback):
         self.step, self.delay_s, self.sig = step, delay_s, sig
 
     def on_train_batch_begin(self, batch, logs=None):
-        done = self.model.optimizer.iterations
-        if done <= self.step < done + self.model.steps_per_execution:
+        done = self.model.optimizer.iterations  # the steps dispatched before this execution
+        steps = self.model.steps_per_execution
+        if self.params.get("steps"):  # the epoch's last execution may be shorter
+            steps = min(steps, self.params["steps"] - batch)
+        if done <= self.step < done + steps:
             if self.sig == signal.SIGKILL:
                 threading.Thread(target=kill_later, args=(self.delay_s,), daemon=True).start()
             else:
