@@ -1,0 +1,211 @@
+"""Bytes per device with replicated vs sharded parameters, and the step-time cost of sharding.
+
+For each model (MLPs of several sizes and small transformers: embedding,
+``MultiHeadAttention``, feed-forward, ``LayerNormalization``), Adam, on
+``--devices`` simulated CPU devices (default 8), it compiles ``fit``'s
+training program under ``MirroredStrategy()`` and under
+``MirroredStrategy(shard_parameters=True)`` and prints, per device:
+
+* ``state``: parameters + optimizer state as stored between steps, the bytes
+  of each array's shard on device 0 (what ``shard_parameters`` divides);
+* XLA's compiled memory analysis of the training program
+  (``jitted.lower(...).compile().memory_analysis()``): ``args`` (the state
+  and the batch, per device), ``temp`` (activations, gradients, gathered
+  parameters, per device);
+* ``ratio``: sharded / replicated state bytes, against the target ``1/N``;
+* the median time of a training step in ``fit`` (one ``fit`` of 8
+  executions of ``steps_per_execution=4`` steps, timed ``--runs`` times,
+  replicated and sharded alternating), and the cost of sharding
+  (sharded / replicated).
+
+Usage: python bench/memory.py [--devices 8] [--runs 5] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+
+def _setup(devices: int) -> None:
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    flag = f"--xla_force_host_platform_device_count={devices}"
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
+
+
+BATCH = 64
+SPE = 4
+EXECUTIONS = 8  # per timed fit: 32 steps
+
+
+def mlp(width: int, depth: int):
+    import phalanx
+    from phalanx import layers
+
+    model = phalanx.Sequential(
+        [layers.Input(shape=(784,))]
+        + [layers.Dense(width, activation="relu") for _ in range(depth)]
+        + [layers.Dense(16)]
+    )
+    data = (784, "float")
+    return model, data
+
+
+def transformer(d_model: int, layers_n: int, seq: int = 32, vocab: int = 4096):
+    import phalanx
+    from phalanx import layers
+
+    tokens = phalanx.Input(shape=(seq,), dtype="int32")
+    x = layers.Embedding(vocab, d_model)(tokens)
+    for _ in range(layers_n):
+        attended = layers.MultiHeadAttention(num_heads=8, key_dim=d_model // 8)(x, x)
+        x = layers.LayerNormalization()(layers.Add()([x, attended]))
+        ff = layers.Dense(4 * d_model, activation="relu")(x)
+        ff = layers.Dense(d_model)(ff)
+        x = layers.LayerNormalization()(layers.Add()([x, ff]))
+    outputs = layers.Dense(16)(layers.GlobalAveragePooling1D()(x))
+    return phalanx.Model(tokens, outputs), (seq, "int", vocab)
+
+
+def _arrays(data, n: int):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    if data[1] == "float":
+        x = rng.normal(size=(n, data[0])).astype(np.float32)
+    else:
+        x = rng.integers(0, data[2], size=(n, data[0])).astype(np.int32)
+    return x, rng.integers(0, 16, size=n).astype(np.int32)
+
+
+def _state_bytes(model) -> tuple[int, int]:
+    """(per device, whole) bytes of parameters + optimizer state."""
+    import jax
+
+    leaves = jax.tree.leaves((model._state.params, model._state.opt_state))
+    leaves = [x for x in leaves if hasattr(x, "addressable_shards")]
+    per_device = sum(x.addressable_shards[0].data.nbytes for x in leaves)
+    return per_device, sum(x.nbytes for x in leaves)
+
+
+def _analysis(model, x, y):
+    """XLA's memory analysis of the compiled training program (one execution)."""
+    import jax
+    import numpy as np
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    strategy = model.distribute_strategy
+    stacked = NamedSharding(strategy.mesh, P(None, "replica"))
+
+    def spec(a):
+        a = np.asarray(a)
+        return jax.ShapeDtypeStruct((SPE, BATCH, *a.shape[1:]), a.dtype, sharding=stacked)
+
+    ones = np.ones(BATCH, np.float32)
+    xs = tuple(spec(a[:BATCH]) for a in (x, y, ones, ones))
+    program = model._program("train", False)  # batches streamed (not resident)
+    steps = jax.device_put(np.int32(SPE), strategy.replicated_sharding)
+    return program.lower(model._state, None, xs, steps).compile().memory_analysis()
+
+
+def build(make, sharded: bool, devices: int) -> dict:
+    """Compiles and warms one model; returns its figures and a function timing one fit."""
+    import jax
+
+    import phalanx
+
+    strategy = phalanx.MirroredStrategy(jax.devices()[:devices], shard_parameters=sharded)
+    with strategy.scope():
+        model, data = make()
+        model.compile(
+            optimizer="adam",
+            loss=phalanx.losses.SparseCategoricalCrossentropy(from_logits=True),
+            steps_per_execution=SPE,
+        )
+    x, y = _arrays(data, BATCH * SPE * EXECUTIONS)
+    model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, shuffle=False)  # compile, warm
+    analysis = _analysis(model, x, y)
+    per_device, whole = _state_bytes(model)
+
+    def time_step() -> float:
+        start = time.perf_counter()
+        model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, shuffle=False)
+        return (time.perf_counter() - start) / (SPE * EXECUTIONS)
+
+    return {
+        "params": model.count_params(),
+        "state": per_device,
+        "whole": whole,
+        "args": analysis.argument_size_in_bytes,
+        "temp": analysis.temp_size_in_bytes,
+        "time": time_step,
+    }
+
+
+def measure(make, devices: int, runs: int) -> tuple[dict, dict]:
+    """Replicated and sharded figures; step times from alternating rounds (medians)."""
+    rep, sh = build(make, False, devices), build(make, True, devices)
+    times: dict = {"rep": [], "sh": []}
+    for _ in range(runs):
+        times["rep"].append(rep["time"]())
+        times["sh"].append(sh["time"]())
+    rep["step_s"], sh["step_s"] = (statistics.median(times[k]) for k in ("rep", "sh"))
+    return rep, sh
+
+
+def _mb(n: int) -> str:
+    return f"{n / 2**20:,.2f}"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--devices", type=int, default=8)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="the two smallest models only")
+    args = parser.parse_args(argv)
+    _setup(args.devices)
+    import jax
+
+    if jax.device_count() < args.devices:
+        print(f"JAX sees {jax.device_count()} devices; start a fresh process.", file=sys.stderr)
+        return 1
+    models = [
+        ("MLP 784-512x2-16", lambda: mlp(512, 2)),
+        ("transformer d=128 x2", lambda: transformer(128, 2)),
+        ("MLP 784-2048x4-16", lambda: mlp(2048, 4)),
+        ("transformer d=256 x4", lambda: transformer(256, 4)),
+        ("MLP 784-4096x3-16", lambda: mlp(4096, 3)),
+        ("transformer d=512 x6", lambda: transformer(512, 6)),
+    ]
+    if args.quick:
+        models = models[:2]
+    n = args.devices
+    print(
+        f"{n} simulated CPU devices, Adam, global batch {BATCH}, steps_per_execution {SPE}; "
+        "MiB per device (XLA memory analysis for args/temp); step = median seconds"
+    )
+    header = (
+        "| model | params | layout | state MiB | args MiB | temp MiB | state ratio (1/N = "
+        f"{1 / n:.3f}) | step s | step cost |"
+    )
+    print(header)
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, make in models:
+        rep, sh = measure(make, n, args.runs)
+        for label, r in (("replicated", rep), ("sharded", sh)):
+            ratio = r["state"] / rep["state"]
+            cost = r["step_s"] / rep["step_s"]
+            print(
+                f"| {name} | {r['params']:,} | {label} | {_mb(r['state'])} | {_mb(r['args'])} "
+                f"| {_mb(r['temp'])} | {ratio:.3f} | {r['step_s']:.4f} | {cost:.2f}x |",
+                flush=True,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
