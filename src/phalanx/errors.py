@@ -17,6 +17,11 @@ class DeviceNotFoundError(PhalanxError, ValueError):
     """A device specification matches no device of this process."""
 
 
+class StatefulAPIError(PhalanxError, AttributeError):
+    """A Keras method that keeps state in the object (``metric.update_state``,
+    ``optimizer.apply_gradients``), which phalanx's pure metrics and optimizers do not have."""
+
+
 class TPUNotFoundError(DeviceNotFoundError, RuntimeError):
     """``TPUStrategy`` found no TPU and was not asked to simulate its cores on CPU devices."""
 

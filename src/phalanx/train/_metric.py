@@ -29,6 +29,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from ..errors import StatefulAPIError
 from ._losses import squeeze_or_expand_to_same_rank
 
 State = dict[str, jax.Array]
@@ -130,6 +131,24 @@ class Metric:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _KERAS_STATEFUL:
+            raise StatefulAPIError(
+                f"{type(self).__name__}.{name}: phalanx metrics keep no state in the object "
+                "(JAX steps are pure functions); the state is a value you carry. Keras's "
+                "update_state/result()/reset_state become: state = metric.init(); inside the "
+                "step state = metric.update(state, y_true, y_pred) (under strategy.run, add "
+                "ctx.all_reduce('sum', metric.increment(y_true, y_pred)) to count every "
+                "replica); float(metric.result(state)); reset with state = metric.init(). "
+                "examples/custom_loop.py shows it; model.compile(metrics=[...]) does it for you."
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
+_KERAS_STATEFUL = frozenset(
+    {"update_state", "reset_state", "reset_states", "merge_state", "variables", "count", "total"}
+)
 
 
 def _samplewise(values: Any, sample_weight: Any) -> tuple[jax.Array, jax.Array]:

@@ -20,6 +20,7 @@ from typing import Any
 
 import optax
 
+from ..errors import StatefulAPIError
 from . import _transforms
 
 
@@ -113,6 +114,19 @@ class Optimizer:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(learning_rate={self.learning_rate!r})"
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _KERAS_STATEFUL:
+            raise StatefulAPIError(
+                f"{type(self).__name__}.{name}: phalanx optimizers keep no state in the object "
+                "(JAX steps are pure functions); the optimizer state is a value you carry. "
+                "Keras's apply_gradients becomes: opt_state = optimizer.init(params); in the "
+                "step updates, opt_state = optimizer.update(grads, opt_state, params); params = "
+                "optax.apply_updates(params, updates). Count steps yourself (iterations), or "
+                "read model.optimizer.iterations after compile/fit. examples/custom_loop.py "
+                "shows a whole loop."
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
 
 class SGD(Optimizer):
@@ -305,3 +319,8 @@ def get(identifier: Any) -> Optimizer | optax.GradientTransformation:
         f"Cannot use {type(identifier).__name__} {identifier!r} as an optimizer: give a name "
         "('adam'), a phalanx.optimizers object or an optax GradientTransformation."
     )
+
+
+_KERAS_STATEFUL = frozenset(
+    {"apply_gradients", "apply", "minimize", "iterations", "variables", "build"}
+)
