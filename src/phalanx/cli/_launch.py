@@ -7,6 +7,14 @@ Each process finds its place through ``phalanx.cluster.initialize()`` (the
 process fails, the launcher ends the others within seconds and names it.
 With ``--nnodes M --node-rank R --coordinator HOST:PORT`` one launcher per
 machine runs a job across machines.
+
+With ``--max-restarts N`` a job that ended with a non-zero status is started
+again, at most N times: status 42 (``phalanx.checkpoint.RESTARTABLE_EXIT_CODE``,
+the processes saved a checkpoint on SIGTERM) or a crash (an exception, a
+process killed). ``BackupAndRestore`` (or a ``CheckpointManager``) in the
+script resumes it from its last checkpoint. A job ended by the launcher's own
+deadline (124) or by Ctrl-C / SIGTERM to the launcher (130, 143) is not
+restarted.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import shutil
 import sys
 import time
 
+from ..checkpoint._preemption import RESTARTABLE_EXIT_CODE
 from ..cluster._launcher import LaunchSpec, launch
 from ..cluster._resolver import split_address
 from ..errors import ClusterConfigError
@@ -84,6 +93,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="process 0's address (required with --nnodes > 1)",
     )
     p.add_argument(
+        "--max-restarts",
+        type=int,
+        default=0,
+        metavar="N",
+        help="start the job again, up to N times, after it fails or its processes saved on "
+        "preemption (exit 42); the script resumes from its checkpoint (default 0)",
+    )
+    p.add_argument(
         "command",
         nargs=argparse.REMAINDER,
         help="script.py and its arguments (or -m module, or a program)",
@@ -100,6 +117,16 @@ def run(args: argparse.Namespace) -> int:
         return 2
     started = time.perf_counter()
     status = launch(spec)
+    for restart in range(1, args.max_restarts + 1):
+        if status == 0 or status in _NOT_RESTARTED:
+            break
+        why = " (saved before preemption)" if status == RESTARTABLE_EXIT_CODE else ""
+        print(
+            f"phalanx launch: the job ended with status {status}{why}; restarting it "
+            f"({restart} of {args.max_restarts}).",
+            file=sys.stderr,
+        )
+        status = launch(spec)
     if status == 0:  # a failure is reported by the launcher, naming the process
         where = f" of node {spec.node_rank} ({spec.nnodes} nodes)" if spec.nnodes > 1 else ""
         print(
@@ -150,7 +177,15 @@ def _spec(args: argparse.Namespace) -> LaunchSpec:
     )
 
 
+# The launcher's own deadline, Ctrl-C and SIGTERM to the launcher: the job is not restarted.
+_NOT_RESTARTED = (124, 130, 143)
+
+
 def _check_options(args: argparse.Namespace) -> None:
+    if args.max_restarts < 0:
+        raise ValueError(
+            f"--max-restarts must be >= 0, got {args.max_restarts}; 0 runs the job once."
+        )
     if args.port is not None and not 0 < args.port < 65536:
         raise ValueError(
             f"--port must be a TCP port in 1..65535, got {args.port}; leave it out to use a "
