@@ -274,3 +274,15 @@ def test_preemption_handler_saves_and_exits_on_sigterm(tmp_path):
     assert restored.optimizer.iterations == 2
     with pytest.raises(CheckpointError, match=r"needs a CheckpointManager, or a Checkpoint and"):
         PreemptionCheckpointHandler(Checkpoint(model=model))
+
+
+def test_async_backups_every_step_then_deleted(tmp_path):
+    """Asynchronous backups at every step (old ones deleted in the background): fit ends
+    with the same weights, and the backup folder is gone."""
+    reference = _model()
+    reference.fit(X, Y, batch_size=16, epochs=2, verbose=0)
+    model = _model()
+    backup = phalanx.callbacks.BackupAndRestore(tmp_path / "b", save_freq=1, async_save=True)
+    model.fit(X, Y, batch_size=16, epochs=2, callbacks=[backup], verbose=0)
+    assert not (tmp_path / "b").exists()
+    _same(reference, model)

@@ -161,9 +161,7 @@ class BackupAndRestore(Callback):
         if self._manager is None:
             return
         self._manager.wait_until_finished()
-        if self.delete_checkpoint:
-            self._manager.delete_all()
-            if _process.is_chief() and Path(self.backup_dir).is_dir():
-                shutil.rmtree(self.backup_dir, ignore_errors=True)
-        self._manager.close()
+        self._manager.close()  # joins orbax's threads (background deletes) first
         self._manager = None
+        if self.delete_checkpoint and _process.is_chief() and Path(self.backup_dir).is_dir():
+            shutil.rmtree(self.backup_dir, ignore_errors=True)

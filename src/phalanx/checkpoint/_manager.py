@@ -210,13 +210,6 @@ class CheckpointManager:
         """Finishes pending saves and stops the manager's threads."""
         self._manager.close()
 
-    def delete_all(self) -> None:
-        """Deletes every checkpoint of this manager (``BackupAndRestore`` after training)."""
-        self.wait_until_finished()
-        for step in list(self._manager.all_steps()):
-            self._manager.delete(step)
-        self._last_saved = None
-
     def __repr__(self) -> str:
         return f"CheckpointManager({self.directory!r}, {len(self.checkpoints)} checkpoint(s))"
 
