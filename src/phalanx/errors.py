@@ -248,6 +248,10 @@ class WeightsFileError(PhalanxError, OSError, ValueError):
     """A weights file cannot be written there, or is not one that matches the model."""
 
 
+class WeightsFileExistsError(WeightsFileError, FileExistsError):
+    """``save_weights``/``save`` with ``overwrite=False`` found a file at the path."""
+
+
 class FileSystemNotInstalledError(PhalanxError, ImportError):
     """A path's protocol (``gs://``, ``s3://`` ...) needs an fsspec package that is not installed."""
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import WeightsFileError
+from ..io import _fs
 from . import _process
 from ._callback import Logs
 from ._monitor import MonitorCallback
@@ -134,7 +135,7 @@ class ModelCheckpoint(MonitorCallback):
         dirname = os.path.dirname(filepath)
         if dirname and _process.is_chief():
             _check_folders(filepath, filepath)
-            os.makedirs(dirname, exist_ok=True)
+            _fs.makedirs(dirname)
         if self.save_weights_only:
             self.model.save_weights(filepath)
         else:
@@ -178,7 +179,10 @@ class ModelCheckpoint(MonitorCallback):
 
 def _check_folders(path: str, filepath: str) -> None:
     """Raises ``WeightsFileError`` when a folder of ``path`` exists as a file (before training)."""
-    for parent in reversed(Path(path).parents):
+    local = _fs.os_path(path)  # folders of a URL are an object store's business
+    if local is None:
+        return
+    for parent in reversed(Path(local).parents):
         if parent.exists() and not parent.is_dir():
             raise WeightsFileError(
                 f"ModelCheckpoint cannot write {filepath!r}: {str(parent)!r} is a file, not a "

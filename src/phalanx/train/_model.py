@@ -805,10 +805,7 @@ class Model(ModelIntrospection):
         With several processes, call it on every process: process 0 writes,
         the others wait (with a deadline) until the file is there.
         """
-        from pathlib import Path
-
-        if not overwrite and Path(filepath).exists():
-            raise FileExistsError(f"{filepath!r} exists and overwrite=False.")
+        _refuse_overwrite(filepath, overwrite)
         if _keras_files.is_keras_weights(filepath):  # Keras 3's layout, which Keras loads
             return _keras_files.save_weights(self, filepath)
         _weights.save_on_chief(filepath, self._weights())
@@ -822,8 +819,6 @@ class Model(ModelIntrospection):
           KerasFileError: the path does not end in ``.keras``, or the model is
             subclassed (its class is code: use ``save_weights``).
         """
-        from pathlib import Path
-
         from ..errors import KerasFileError
 
         if not str(filepath).endswith(".keras"):
@@ -831,8 +826,7 @@ class Model(ModelIntrospection):
                 f"model.save writes Keras 3 .keras files; got {str(filepath)!r}. Name it "
                 "'model.keras', or use save_weights (.weights.h5 or .npz) or checkpoints."
             )
-        if not overwrite and Path(filepath).exists():
-            raise FileExistsError(f"{filepath!r} exists and overwrite=False.")
+        _refuse_overwrite(filepath, overwrite)
         _keras_files.save_model(self, filepath)
 
     def load_weights(self, filepath: str) -> None:
@@ -885,6 +879,21 @@ class Model(ModelIntrospection):
                 f"Model: {self.name!r} ({type(module).__name__})\n"
                 f"Total params: {self.count_params():,}"
             )
+
+
+def _refuse_overwrite(filepath, overwrite: bool) -> None:
+    """``overwrite=False``: a file already at ``filepath`` (a local path or URL) is an error.
+
+    Keras asks on the terminal instead; a training job has nobody to answer.
+    """
+    from ..errors import WeightsFileExistsError
+    from ..io import _fs
+
+    if not overwrite and _fs.exists(filepath):
+        raise WeightsFileExistsError(
+            f"{str(filepath)!r} exists and overwrite=False. Pass overwrite=True to replace "
+            "it, or choose another path."
+        )
 
 
 def _compute_dtype(strategy):
