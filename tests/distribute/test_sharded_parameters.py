@@ -86,6 +86,31 @@ def test_fit_equals_replicated(data, n, spe):
     )
 
 
+def test_fit_from_a_dataset_equals_replicated(data):
+    """A Dataset, and batches streamed from a generator (not resident on the devices)."""
+    x, y = data
+    dataset = phalanx.data.Dataset.from_tensor_slices((x, y)).batch(GLOBAL_BATCH)
+
+    def batches():
+        return ((x[i : i + GLOBAL_BATCH], y[i : i + GLOBAL_BATCH]) for i in range(0, 192, 32))
+
+    results = []
+    for shard in (False, True):
+        model = _model(_mirrored(8, shard_parameters=shard), steps_per_execution=2)
+        history = model.fit(dataset, epochs=2, verbose=0).history
+        streamed = model.fit(batches(), epochs=1, verbose=0).history
+        history = {k: v + streamed[k] for k, v in history.items()}
+        logs = model.evaluate(batches(), verbose=0, return_dict=True)
+        out = model.predict((b[0] for b in batches()), verbose=0)
+        assert ("train", False) in model._programs  # the streamed program ran
+        results.append((model, history, logs, out))
+    (rep, h_rep, l_rep, p_rep), (sh, h_sh, l_sh, p_sh) = results
+    _assert_same(rep, h_rep, sh, h_sh)
+    for key in l_rep:
+        np.testing.assert_allclose(l_sh[key], l_rep[key], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(p_sh, p_rep, atol=1e-5)
+
+
 def _local_shape(array):
     return array.addressable_shards[0].data.shape
 
