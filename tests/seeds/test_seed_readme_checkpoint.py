@@ -25,12 +25,6 @@ def _script(directory):
     return model, manager, manager.save()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="CheckpointManager.save() with no number uses the fresh Checkpoint's count (1) and "
-    "refuses it: 'checkpoint_number 1 is not above the newest checkpoint's (1) ... or leave "
-    "it out' (src/phalanx/checkpoint/_manager.py was being edited by another helper)",
-)
 def test_running_the_readme_block_again_saves_the_next_checkpoint(tmp_path):
     _, _, first = _script(tmp_path / "checkpoints")
     model, manager, second = _script(tmp_path / "checkpoints")

@@ -152,8 +152,11 @@ class CheckpointManager:
         """Saves a new checkpoint; returns its path, or None when the interval skipped it.
 
         Args:
-          checkpoint_number: the number in the directory name (default: the
-            checkpoint's save counter + 1); it must grow from save to save.
+          checkpoint_number: the number in the directory name; it must grow from
+            save to save. Default: one above both the checkpoint's save counter
+            and the newest checkpoint in the directory. (TensorFlow uses the
+            counter alone, so a fresh process there overwrites ``ckpt-1`` of an
+            earlier run; phalanx never writes over a checkpoint it did not number.)
           check_interval: honour ``save_interval_steps``.
 
         Raises:
@@ -161,12 +164,15 @@ class CheckpointManager:
             the newest checkpoint's.
         """
         ckpt = self.checkpoint
-        number = ckpt.save_counter + 1 if checkpoint_number is None else checkpoint_number
+        latest = self._manager.latest_step()
+        if checkpoint_number is None:
+            number = max(ckpt.save_counter, -1 if latest is None else latest) + 1
+        else:
+            number = checkpoint_number
         if isinstance(number, bool) or not isinstance(number, int) or number < 0:
             raise CheckpointError(
                 f"checkpoint_number must be a non-negative int, got {checkpoint_number!r}."
             )
-        latest = self._manager.latest_step()
         if latest is not None and number <= latest:
             raise CheckpointError(
                 f"CheckpointManager.save: checkpoint_number {number} is not above the newest "
