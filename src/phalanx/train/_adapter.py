@@ -336,6 +336,7 @@ class IterableAdapter:
             self._iterator = by_epoch(epoch) if by_epoch is not None else iter(self._iterable)
             self._read = input_state.get("read") if restore else 0
             if restore:
+                _check_own_share(input_state)
                 _set_input_state(self._iterator, input_state["iterator"])
                 # The batch size the saved run learned from its first batch: a resumed
                 # epoch may start at a short last batch.
@@ -386,7 +387,10 @@ class IterableAdapter:
         state = _input_state(it)
         if state is None:
             return None
-        return {"iterator": state, "batch_size": self.batch_size, "read": self._read}
+        saved = {"iterator": state, "batch_size": self.batch_size, "read": self._read}
+        if self.process_local:  # this process's share: only process 0's is saved today
+            saved["process"] = jax.process_index()
+        return saved
 
     def _batches(self, it: Iterator) -> Iterator:
         """``it``'s batches; those of a ``Dataset`` that index its in-memory arrays as ``_Indices``.
@@ -625,6 +629,26 @@ def _input_state(it) -> Any:
         return get_state()
     except NotCheckpointableError:
         return None
+
+
+def _check_own_share(input_state: dict) -> None:
+    """Refuses to resume a process-local input from another process's position.
+
+    With several processes each reads its own share of a ``Dataset``; a
+    checkpoint holds process 0's position only (its meta data is written by
+    process 0), so another process cannot resume mid-epoch from it (issue 11,
+    item 3: per-process positions are not saved yet).
+    """
+    saved = input_state.get("process")
+    if saved is not None and saved != jax.process_index():
+        from ..errors import CheckpointError
+
+        raise CheckpointError(
+            f"Process {jax.process_index()} cannot resume its share of the input mid-epoch: "
+            f"the checkpoint holds the position of process {saved}'s share only. Back up at "
+            "epoch ends (BackupAndRestore(save_freq='epoch')) when each process reads its "
+            "own share of a Dataset."
+        )
 
 
 def _set_input_state(it, state) -> None:
