@@ -33,7 +33,7 @@ log = logging.getLogger("phalanx")
 TPU_BATCH_MULTIPLE = 128
 
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def _user_stacklevel() -> int:
