@@ -18,16 +18,29 @@ in DESIGN.md's table, so it knows them by their methods, not their classes):
 The meta data of a checkpoint (JSON) holds, per object, its kind, manifest
 and data; the arrays item holds ``{object name: {"a<i>": array}}`` in the
 manifest's order.
+
+The meta is written by process 0 only. When each process reads its own share
+of the input (a ``Dataset`` auto-sharded per process), a model's position
+holds a process-local input state (marked ``"process"``): ``collect``
+gathers every process's state through the cluster's key-value store into
+the model's data as ``"input_states"`` (a list indexed by process), and
+``apply`` gives each process its own back, so that every process resumes
+its share mid-epoch. A checkpoint restored under another process count keeps
+process 0's state, which the other processes refuse to resume from.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
 from typing import Any
 
 from ..errors import CheckpointError, CheckpointMismatchError
 from ._manifest import check_manifest
 
 FORMAT = "phalanx.checkpoint/1"
+GATHER_TIMEOUT_S = 120.0
+_gathers = itertools.count()  # every process saves the same checkpoints, in the same order
 
 
 def kind_of(name: str, obj: Any) -> str:
@@ -72,13 +85,49 @@ def collect(objects: dict[str, Any], kinds: dict[str, str]) -> tuple[dict, dict]
             entries[name] = {
                 "kind": kind,
                 "arrays": [[n, manifest[n]] for n in names],
-                "data": data,
+                "data": _with_input_states(name, data),
             }
         elif kind == "optimizer":
             entries[name] = {"kind": kind, "data": None}  # saved with its model
         else:
             entries[name] = {"kind": kind, "data": obj.get_state()}
     return arrays, entries
+
+
+def _process_local_state(data: Any) -> Any:
+    """The position's input state when it is one process's share, else None."""
+    position = data.get("position") if isinstance(data, dict) else None
+    state = position.get("input_state") if isinstance(position, dict) else None
+    return state if isinstance(state, dict) and "process" in state else None
+
+
+def _with_input_states(name: str, data: Any) -> Any:
+    """``data`` with every process's input state (``"input_states"``) when each process
+    reads its own share of the input (see the module docstring)."""
+    from ..cluster import _kv
+
+    state = _process_local_state(data)
+    if state is None or _kv.num_processes() < 2:
+        return data
+    values = _kv.gather(
+        f"checkpoint-input-{name}-{next(_gathers)}",
+        json.dumps(state),
+        timeout_s=GATHER_TIMEOUT_S,
+        what="its input position for a checkpoint",
+    )
+    return dict(data, input_states=[json.loads(v) for v in values])
+
+
+def _own_input_state(data: Any) -> Any:
+    """``data`` with this process's own input state, when the checkpoint holds one per
+    process and was saved by as many processes."""
+    from ..cluster import _kv
+
+    states = data.get("input_states") if isinstance(data, dict) else None
+    me = _kv.process_id()
+    if not isinstance(states, list) or len(states) != _kv.num_processes() or me >= len(states):
+        return data
+    return dict(data, position=dict(data["position"], input_state=states[me]))
 
 
 def manifest_of(entry: dict) -> dict[str, dict]:
@@ -116,6 +165,6 @@ def apply(objects: dict, kinds: dict, saved: dict, arrays: dict) -> None:
             manifest = manifest_of(entry)
             mine = arrays.get(name, {})
             named = {n: mine[f"a{i}"] for i, n in enumerate(manifest)}
-            obj._checkpoint_load(manifest, named, entry.get("data") or {})
+            obj._checkpoint_load(manifest, named, _own_input_state(entry.get("data") or {}))
         elif kinds[name] == "state":
             obj.set_state(entry["data"])
