@@ -25,8 +25,8 @@ holds a process-local input state (marked ``"process"``): ``collect``
 gathers every process's state through the cluster's key-value store into
 the model's data as ``"input_states"`` (a list indexed by process), and
 ``apply`` gives each process its own back, so that every process resumes
-its share mid-epoch. A checkpoint restored under another process count keeps
-process 0's state, which the other processes refuse to resume from.
+its share mid-epoch. A checkpoint saved mid-epoch is refused under another
+process count (the shares differ); one saved at an epoch end restores.
 """
 
 from __future__ import annotations
@@ -124,8 +124,18 @@ def _own_input_state(data: Any) -> Any:
     from ..cluster import _kv
 
     states = data.get("input_states") if isinstance(data, dict) else None
-    me = _kv.process_id()
-    if not isinstance(states, list) or len(states) != _kv.num_processes() or me >= len(states):
+    if not isinstance(states, list):
+        return data
+    me, n = _kv.process_id(), _kv.num_processes()
+    if len(states) != n:
+        if int(data["position"].get("step", 0)) > 0:
+            raise CheckpointError(
+                f"This checkpoint was saved mid-epoch by {len(states)} processes, each reading "
+                f"its own share of the input, and is restored by {n}: the shares differ, so "
+                "no process can resume its share mid-epoch. Restore it with "
+                f"{len(states)} processes, or back up at epoch ends "
+                "(BackupAndRestore(save_freq='epoch')) to change the process count."
+            )
         return data
     return dict(data, position=dict(data["position"], input_state=states[me]))
 

@@ -388,7 +388,7 @@ class IterableAdapter:
         if state is None:
             return None
         saved = {"iterator": state, "batch_size": self.batch_size, "read": self._read}
-        if self.process_local:  # this process's share: only process 0's is saved today
+        if self.process_local:  # this process's share (checkpoints gather every process's)
             saved["process"] = jax.process_index()
         return saved
 
@@ -635,9 +635,10 @@ def _check_own_share(input_state: dict) -> None:
     """Refuses to resume a process-local input from another process's position.
 
     With several processes each reads its own share of a ``Dataset``; a
-    checkpoint holds process 0's position only (its meta data is written by
-    process 0), so another process cannot resume mid-epoch from it (issue 11,
-    item 3: per-process positions are not saved yet).
+    checkpoint holds every process's position (``checkpoint/_objects.py``
+    gathers them) and gives each its own back, but only when restored under
+    the process count that saved it: otherwise the process gets process 0's
+    position, and cannot resume mid-epoch from it.
     """
     saved = input_state.get("process")
     if saved is not None and saved != jax.process_index():
@@ -645,9 +646,11 @@ def _check_own_share(input_state: dict) -> None:
 
         raise CheckpointError(
             f"Process {jax.process_index()} cannot resume its share of the input mid-epoch: "
-            f"the checkpoint holds the position of process {saved}'s share only. Back up at "
-            "epoch ends (BackupAndRestore(save_freq='epoch')) when each process reads its "
-            "own share of a Dataset."
+            f"the checkpoint gives it the position of process {saved}'s share (it was saved "
+            "by another number of processes, or holds one process's position only). Resume "
+            "with the process count that saved it, or back up at epoch ends "
+            "(BackupAndRestore(save_freq='epoch')) when each process reads its own share of "
+            "a Dataset."
         )
 
 
