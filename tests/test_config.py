@@ -11,7 +11,10 @@ def test_logical_devices_are_the_simulated_cpus_named_as_tensorflow():
     cpus = phalanx.config.list_logical_devices("CPU")
     assert [d.name for d in cpus] == [f"/device:CPU:{i}" for i in range(8)]
     assert {d.device_type for d in cpus} == {"CPU"}
-    assert phalanx.config.list_logical_devices() == cpus  # no GPU or TPU here
+    # No GPU here; a simulated TPUStrategy made earlier in the process adds its TPU cores.
+    assert phalanx.config.list_logical_devices() == cpus + phalanx.config.list_logical_devices(
+        "TPU"
+    )
     assert phalanx.config.list_logical_devices("gpu") == []
     # A name goes back into phalanx.device and the strategies, as in TensorFlow.
     strategy = phalanx.MirroredStrategy(devices=[d.name for d in cpus[:2]])

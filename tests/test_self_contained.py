@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-VECTORS = ROOT / "tests" / "data" / "tensorflow"
+VECTORS = ROOT / "tests" / "data" / "tf_vectors"
 
 
 def test_tensorflow_vectors_are_in_the_repository():
@@ -13,7 +13,7 @@ def test_tensorflow_vectors_are_in_the_repository():
     for vector in manifest["vectors"]:
         assert (VECTORS / vector["file"]).is_file(), (
             f"manifest.json lists {vector['file']}, which is not in {VECTORS}: "
-            "run tests/data/tensorflow/regenerate.py with TensorFlow installed"
+            "run tests/data/tf_vectors/regenerate.py with TensorFlow installed"
         )
     assert manifest["tensorflow_version"] in (VECTORS / "README.md").read_text()
 

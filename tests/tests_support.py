@@ -3,4 +3,4 @@
 from pathlib import Path
 
 # TFRecord files TensorFlow wrote, and what it read back (see its README.md).
-TFRECORD_VECTORS = Path(__file__).resolve().parent / "data" / "tensorflow"
+TFRECORD_VECTORS = Path(__file__).resolve().parent / "data" / "tf_vectors"

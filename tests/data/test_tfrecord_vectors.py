@@ -1,4 +1,4 @@
-"""Every vector TensorFlow 2.21 wrote in tests/data/tensorflow is read as manifest.json says."""
+"""Every vector TensorFlow 2.21 wrote in tests/data/tf_vectors is read as manifest.json says."""
 
 from __future__ import annotations
 

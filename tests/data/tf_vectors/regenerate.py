@@ -5,7 +5,7 @@ reads and writes what TensorFlow does. Run this only to refresh them (for exampl
 after a TensorFlow release), in an environment that has TensorFlow:
 
     python -m venv /tmp/tf && . /tmp/tf/bin/activate && pip install tensorflow
-    python tests/data/tensorflow/regenerate.py        # rewrites this folder
+    python tests/data/tf_vectors/regenerate.py        # rewrites this folder
     python -m pytest -q tests/data                    # then check phalanx against them
 
 What TensorFlow wrote is the file; what TensorFlow read back (records, parsed
