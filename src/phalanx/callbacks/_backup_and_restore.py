@@ -89,6 +89,9 @@ class BackupAndRestore(Callback):
                 "BackupAndRestore: save_freq must be 'epoch' or a positive number of steps; "
                 f"received save_freq={save_freq!r} ({type(save_freq).__name__})."
             )
+        from ..checkpoint._io import as_path
+
+        as_path(backup_dir, "BackupAndRestore")  # a remote URL is refused here, before fit
         self.backup_dir = os.fspath(backup_dir)
         self.save_freq = save_freq
         self.delete_checkpoint = bool(delete_checkpoint)

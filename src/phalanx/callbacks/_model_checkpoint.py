@@ -94,6 +94,10 @@ class ModelCheckpoint(MonitorCallback):
         self.verbose = verbose
         self.save_best_only = save_best_only
         self.save_weights_only = bool(save_weights_only)
+        if not self.save_weights_only:  # refused now, not after the first epoch
+            from ..checkpoint._io import as_path
+
+            as_path(self.filepath.split("{")[0] or ".", "ModelCheckpoint(save_weights_only=False)")
         self.save_freq = save_freq
         self._steps = StepCounter()
         self._current_epoch = 0

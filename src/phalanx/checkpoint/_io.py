@@ -49,13 +49,30 @@ def save_args(arrays: dict, meta: dict):
 
 
 def as_path(path: Any, what: str) -> str:
-    """``path`` as an absolute string, or a ``CheckpointError`` saying what was expected."""
+    """``path`` as an absolute local path, or a ``CheckpointError`` saying what was expected.
+
+    ``file://`` URLs are local paths; other URLs (``gs://``, ``s3://``, ``memory://``) are
+    refused: orbax writes them through its own file layer, not phalanx.io, and that path is
+    not built or tested yet (it was written under the working directory before).
+    """
     if isinstance(path, bytes) or not isinstance(path, str | os.PathLike) or not str(path):
         raise CheckpointError(
             f"{what} expects a path (str or os.PathLike), got {path!r} of type "
             f"{type(path).__name__}. Pass a directory name such as 'ckpt/run1'."
         )
-    return str(Path(os.fspath(path)).absolute())
+    from ..io import _fs
+
+    text = os.fspath(path)
+    remote = _fs.is_url(text) and _fs.protocol_of(text) not in ("file", "local")
+    local = None if remote else _fs.os_path(text)  # a plain path or a file:// URL
+    if local is None:
+        raise CheckpointError(
+            f"{what}: {os.fspath(path)!r} is a remote URL; phalanx checkpoints are written to "
+            "this machine's file systems only (a plain path or file://). Write them to a local "
+            "or mounted directory (for example a bucket mounted with gcsfuse), or copy the "
+            "checkpoint directory up with phalanx.io.gfile after it is saved."
+        )
+    return str(Path(local).absolute())
 
 
 def is_checkpoint(path: str) -> bool:
