@@ -108,6 +108,10 @@ class ModelStructureError(PhalanxError, ValueError):
     """A functional model's graph or inputs do not fit (a disconnected graph, inputs of another structure)."""
 
 
+class LayerArgumentError(PhalanxError, ValueError, TypeError):
+    """A layer's constructor got an argument of the wrong type or value (``Dense("128")``)."""
+
+
 class KerasFileError(PhalanxError, ValueError):
     """A Keras file phalanx cannot read or write: not one, a layer or argument phalanx lacks, code."""
 

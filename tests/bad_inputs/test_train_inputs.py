@@ -13,6 +13,7 @@ from phalanx import layers
 from phalanx.errors import (
     FitInputError,
     LabelOutOfRangeError,
+    LayerArgumentError,
     LearningRateValueError,
     WeightsFileError,
 )
@@ -276,6 +277,25 @@ CASES = [
         lambda tmp_path: _checkpoint(tmp_path, "{epoch:02d}/w.npz"),
         WeightsFileError,
         r"'.*/f' is a file, not a folder",
+    ),
+    # constructor arguments a typo or a unit slip gets wrong
+    Case(
+        "Adam negative learning rate",
+        lambda: phalanx.optimizers.Adam(-1.0),
+        LearningRateValueError,
+        r"Adam\(learning_rate=...\) takes a finite number >= 0 or a schedule.*got -1.0",
+    ),
+    Case(
+        "SGD learning rate as a word",
+        lambda: phalanx.optimizers.SGD("fast"),
+        LearningRateValueError,
+        r"SGD\(learning_rate=...\).*got 'fast' \(str\)",
+    ),
+    Case(
+        "Dense units as a str",
+        lambda: layers.Dense("128"),
+        LayerArgumentError,
+        r"Dense units must be a positive int, got '128' \(str\), e.g. Dense\(128\)",
     ),
 ]
 

@@ -13,8 +13,10 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 
+from ..errors import LayerArgumentError
 from . import _activations, _initializers, _regularizers
 from ._layer import Layer, Shape, format_shape, normalize_shape
 
@@ -142,8 +144,11 @@ class Dense(Layer):
         dtype: Any = None,
     ):
         super().__init__(name=name, input_shape=input_shape, dtype=dtype)
-        if int(units) <= 0:
-            raise ValueError(f"Dense units must be a positive int, got {units!r}.")
+        if isinstance(units, bool) or not isinstance(units, int | np.integer) or units <= 0:
+            raise LayerArgumentError(
+                f"Dense units must be a positive int, got {units!r} ({type(units).__name__}), "
+                "e.g. Dense(128)."
+            )
         _activations.get(activation)  # fail now on an unknown name
         self.units = int(units)
         self.activation = activation

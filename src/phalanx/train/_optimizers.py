@@ -16,11 +16,12 @@ Keras's epsilon placement, instead of optax's.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import optax
 
-from ..errors import StatefulAPIError
+from ..errors import LearningRateValueError, StatefulAPIError
 from . import _transforms
 
 
@@ -59,7 +60,7 @@ class Optimizer:
                 f"clipnorm={clipnorm}, clipvalue={clipvalue}, global_clipnorm={global_clipnorm}."
             )
         if not callable(learning_rate):
-            learning_rate = float(learning_rate)
+            learning_rate = _constant_rate(type(self).__name__, learning_rate)
         self.learning_rate = learning_rate
         self.weight_decay = weight_decay
         self.clipnorm = clipnorm
@@ -324,3 +325,19 @@ def get(identifier: Any) -> Optimizer | optax.GradientTransformation:
 _KERAS_STATEFUL = frozenset(
     {"apply_gradients", "apply", "minimize", "iterations", "variables", "build"}
 )
+
+
+def _constant_rate(optimizer: str, value: Any) -> float:
+    """A constant learning rate as a float: a finite number >= 0, else a clear error."""
+    try:
+        rate = float(value)
+    except (TypeError, ValueError):
+        rate = None
+    if isinstance(value, bool | str | bytes) or rate is None or not math.isfinite(rate) or rate < 0:
+        raise LearningRateValueError(
+            f"{optimizer}(learning_rate=...) takes a finite number >= 0 or a schedule "
+            f"(step -> rate), got {value!r} ({type(value).__name__}). For example "
+            f"{optimizer}(learning_rate=1e-3) or "
+            "phalanx.optimizers.schedules.ExponentialDecay(1e-3, 1000, 0.9)."
+        )
+    return rate
