@@ -255,7 +255,35 @@ class AveragePooling2D(_Pooling2D):
         )
 
 
-class GlobalAveragePooling2D(Layer):
+class _GlobalPooling2D(Layer):
+    """Reduces NHWC images over height and width with ``_reduce``: ``(batch, h, w, c)`` ->
+    ``(batch, c)``; ``keepdims`` keeps the spatial axes with size 1, as Keras."""
+
+    _reduce: Any = None  # jnp.mean or jnp.max
+
+    def __init__(
+        self,
+        data_format: str | None = None,
+        keepdims: bool = False,
+        *,
+        name: str | None = None,
+        input_shape: Any = None,
+    ):
+        super().__init__(name=name, input_shape=input_shape)
+        _data_format(data_format)
+        self.keepdims = bool(keepdims)
+
+    def _check_input_shape(self, input_shape: Shape) -> None:
+        self._require_rank(input_shape, 3, _IMAGE, _RESHAPE_HINT)
+
+    def compute_output_shape(self, input_shape: Shape) -> Shape:
+        return (1, 1, input_shape[-1]) if self.keepdims else (input_shape[-1],)
+
+    def call(self, x, *, training, rngs):
+        return type(self)._reduce(self._cast(x), axis=(1, 2), keepdims=self.keepdims)
+
+
+class GlobalAveragePooling2D(_GlobalPooling2D):
     """Averages NHWC images over height and width: ``(batch, h, w, c)`` -> ``(batch, c)``.
 
     Args:
@@ -269,23 +297,21 @@ class GlobalAveragePooling2D(Layer):
       (64,)
     """
 
-    def __init__(
-        self,
-        data_format: str | None = None,
-        keepdims: bool = False,
-        *,
-        name: str | None = None,
-        input_shape: Any = None,
-    ):
-        super().__init__(name=name, input_shape=input_shape)
-        _data_format(data_format)
-        self.keepdims = keepdims
+    _reduce = jnp.mean
 
-    def _check_input_shape(self, input_shape: Shape) -> None:
-        self._require_rank(input_shape, 3, _IMAGE, _RESHAPE_HINT)
 
-    def compute_output_shape(self, input_shape: Shape) -> Shape:
-        return (1, 1, input_shape[-1]) if self.keepdims else (input_shape[-1],)
+class GlobalMaxPooling2D(_GlobalPooling2D):
+    """The maximum over height and width: ``(batch, h, w, c)`` -> ``(batch, c)``.
 
-    def call(self, x, *, training, rngs):
-        return jnp.mean(self._cast(x), axis=(1, 2), keepdims=self.keepdims)
+    Args:
+      data_format: ``"channels_last"`` or None.
+      keepdims: keep the spatial axes with size 1, as Keras.
+      name: the layer's name.
+      input_shape: the per-example input shape ``(height, width, channels)``.
+
+    Example:
+      >>> GlobalMaxPooling2D().compute_output_shape((7, 7, 64))
+      (64,)
+    """
+
+    _reduce = jnp.max

@@ -1,4 +1,5 @@
-"""Keras's ``GlobalMaxPooling2D`` and ``ZeroPadding2D`` (``ZeroPadding1D`` too), channels last.
+"""Keras's ``ZeroPadding2D`` and ``ZeroPadding1D``, channels last (``GlobalMaxPooling2D`` is
+in ``_conv_layers`` beside ``GlobalAveragePooling2D``).
 
 ``ZeroPadding2D(padding)`` takes Keras's three forms: an int (all sides), a
 pair ``(rows, cols)`` (symmetric), or ``((top, bottom), (left, right))``.
@@ -10,53 +11,8 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from ._conv_layers import _IMAGE, _data_format
 from ._layer import Layer, Shape
-
-_IMAGE = "(batch, height, width, channels)"
-
-
-def _channels_last(data_format: str | None) -> None:
-    if data_format not in (None, "channels_last"):
-        raise ValueError(
-            f"data_format={data_format!r} is not supported: phalanx layers use "
-            "'channels_last' (NHWC). Transpose inputs with jnp.transpose(x, (0, 2, 3, 1))."
-        )
-
-
-class GlobalMaxPooling2D(Layer):
-    """The maximum over height and width: ``(batch, h, w, c)`` -> ``(batch, c)``.
-
-    Args:
-      data_format: ``"channels_last"`` or None.
-      keepdims: keep the spatial axes with size 1, as Keras.
-      name: the layer's name.
-      input_shape: the per-example input shape ``(height, width, channels)``.
-
-    Example:
-      >>> GlobalMaxPooling2D().compute_output_shape((7, 7, 64))
-      (64,)
-    """
-
-    def __init__(
-        self,
-        data_format: str | None = None,
-        keepdims: bool = False,
-        *,
-        name: str | None = None,
-        input_shape: Any = None,
-    ):
-        super().__init__(name=name, input_shape=input_shape)
-        _channels_last(data_format)
-        self.keepdims = bool(keepdims)
-
-    def compute_output_shape(self, input_shape: Shape) -> Shape:
-        return (1, 1, input_shape[-1]) if self.keepdims else (input_shape[-1],)
-
-    def _check_input_shape(self, input_shape: Shape) -> None:
-        self._require_rank(input_shape, 3, _IMAGE)
-
-    def call(self, x, *, training, rngs):
-        return jnp.max(self._cast(x), axis=(1, 2), keepdims=self.keepdims)
 
 
 def _pads(padding: Any, axes: int) -> tuple[tuple[int, int], ...]:
@@ -101,7 +57,7 @@ class _ZeroPadding(Layer):
         input_shape: Any = None,
     ):
         super().__init__(name=name, input_shape=input_shape)
-        _channels_last(data_format)
+        _data_format(data_format)
         self.padding = _pads(padding, self._axes)
 
     def compute_output_shape(self, input_shape: Shape) -> Shape:

@@ -13,6 +13,7 @@ from ._conv1d_layers import GlobalMaxPooling1D as GlobalMaxPooling1D
 from ._conv_layers import AveragePooling2D as AveragePooling2D
 from ._conv_layers import Conv2D as Conv2D
 from ._conv_layers import GlobalAveragePooling2D as GlobalAveragePooling2D
+from ._conv_layers import GlobalMaxPooling2D as GlobalMaxPooling2D
 from ._conv_layers import MaxPooling2D as MaxPooling2D
 from ._core_layers import Activation as Activation
 from ._core_layers import Dense as Dense
@@ -26,7 +27,6 @@ from ._dropout_layers import GaussianDropout as GaussianDropout
 from ._dropout_layers import GaussianNoise as GaussianNoise
 from ._dropout_layers import SpatialDropout1D as SpatialDropout1D
 from ._dropout_layers import SpatialDropout2D as SpatialDropout2D
-from ._image_layers import GlobalMaxPooling2D as GlobalMaxPooling2D
 from ._image_layers import ZeroPadding1D as ZeroPadding1D
 from ._image_layers import ZeroPadding2D as ZeroPadding2D
 from ._layer import Layer as Layer
