@@ -308,6 +308,35 @@ class CheckpointMismatchError(CheckpointError):
     """A checkpoint's arrays (names, shapes, dtypes) do not match the objects restored into."""
 
 
+# --- compile ----------------------------------------------------------------
+
+
+class CompileArgumentError(PhalanxError, ValueError, TypeError):
+    """``compile`` got an argument it cannot use (``steps_per_execution=0``, ``metrics="mae"``)."""
+
+
+class UnknownNameError(CompileArgumentError):
+    """An optimizer, loss or metric name that phalanx does not know (``compile(loss="msee")``)."""
+
+    @classmethod
+    def of(cls, kind: str, given: str, known, *, hint: str):
+        """The error for the ``kind`` name ``given``, with the closest of ``known`` and ``hint``.
+
+        Example:
+          >>> print(UnknownNameError.of("loss", "msee", ["mae", "mse"], hint="Or a function."))
+          Unknown loss 'msee'. Did you mean 'mse'? The known loss names are ['mae', 'mse']. Or a function.
+        """
+        import difflib
+
+        by_lower: dict[str, str] = {}
+        for name in known:  # one spelling per name ('huber' and 'Huber' are one)
+            by_lower.setdefault(name.lower(), name)
+        close = difflib.get_close_matches(given.lower(), list(by_lower), n=1, cutoff=0.6)
+        guess = f" Did you mean {by_lower[close[0]]!r}?" if close else ""
+        names = sorted(by_lower.values(), key=str.lower)
+        return cls(f"Unknown {kind} {given!r}.{guess} The known {kind} names are {names}. {hint}")
+
+
 __all__ = sorted(
     name
     for name, value in list(globals().items())

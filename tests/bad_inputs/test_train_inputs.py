@@ -11,10 +11,12 @@ from catalog import Case, run
 import phalanx
 from phalanx import layers
 from phalanx.errors import (
+    CompileArgumentError,
     FitInputError,
     LabelOutOfRangeError,
     LayerArgumentError,
     LearningRateValueError,
+    UnknownNameError,
     WeightsFileError,
 )
 
@@ -277,6 +279,67 @@ CASES = [
         lambda tmp_path: _checkpoint(tmp_path, "{epoch:02d}/w.npz"),
         WeightsFileError,
         r"'.*/f' is a file, not a folder",
+    ),
+    # compile's arguments
+    Case(
+        "compile steps_per_execution 0",
+        lambda: _model().compile("sgd", "mse", steps_per_execution=0),
+        CompileArgumentError,
+        r"steps_per_execution must be >= 1 .*got 0 \(int\)",
+    ),
+    Case(
+        "compile steps_per_execution float",
+        lambda: _model().compile("sgd", "mse", steps_per_execution=2.0),
+        CompileArgumentError,
+        r"steps_per_execution .*got 2.0 \(float\)",
+    ),
+    Case(
+        "compile unknown optimizer",
+        lambda: _model().compile(optimizer="nonesuch", loss="mse"),
+        UnknownNameError,
+        r"Unknown optimizer 'nonesuch'. The known optimizer names are \['adagrad', 'adam',",
+    ),
+    Case(
+        "compile misspelt optimizer",
+        lambda: _model().compile(optimizer="adamm", loss="mse"),
+        UnknownNameError,
+        r"Unknown optimizer 'adamm'. Did you mean 'adam'\?",
+    ),
+    Case(
+        "compile unknown loss",
+        lambda: _model().compile(optimizer="sgd", loss="nonesuch"),
+        UnknownNameError,
+        r"Unknown loss 'nonesuch'. The known loss names are \[.*'mse'.*\]. Or give",
+    ),
+    Case(
+        "compile misspelt loss",
+        lambda: _model().compile(optimizer="sgd", loss="sparse_categorical_crosentropy"),
+        UnknownNameError,
+        r"Did you mean 'sparse_categorical_crossentropy'\?",
+    ),
+    Case(
+        "compile unknown metric",
+        lambda: _model().compile(optimizer="sgd", loss="mse", metrics=["nonesuch"]),
+        UnknownNameError,
+        r"Unknown metric 'nonesuch'. The known metric names are \['accuracy', 'AUC',",
+    ),
+    Case(
+        "compile misspelt metric",
+        lambda: _model().compile(optimizer="sgd", loss="mse", metrics=["Precison"]),
+        UnknownNameError,
+        r"Did you mean 'Precision'\?",
+    ),
+    Case(
+        "compile metrics not a list",
+        lambda: _model().compile(optimizer="sgd", loss="mse", metrics="mae"),
+        CompileArgumentError,
+        r"metrics must be a list, got str: write metrics=\['mae'\]",
+    ),
+    Case(
+        "compile optimizer an int",
+        lambda: _model().compile(optimizer=3, loss="mse"),
+        CompileArgumentError,
+        r"Cannot use int 3 as an optimizer",
     ),
     # constructor arguments a typo or a unit slip gets wrong
     Case(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import jax
 import optax
 
+from ..errors import CompileArgumentError
 from . import _mixed_precision, _multi_output
 from . import losses as _losses
 from . import metrics as _metrics
@@ -107,6 +108,7 @@ def resolve_compile(
     loss_weights: Any = None,
 ) -> CompileConfig:
     """Resolves ``compile``'s arguments; raises with the accepted names on a mistake."""
+    _check_steps_per_execution(steps_per_execution)
     if isinstance(optimizer, _mixed_precision.LossScaleOptimizer):
         opt = optimizer
     else:  # under mixed_float16, wrapped in a LossScaleOptimizer as Keras does
@@ -116,18 +118,32 @@ def resolve_compile(
         loss_fn, resolved = _multi_output.resolve(loss, metrics, loss_weights)
     else:
         if loss_weights is not None:
-            raise ValueError(
+            raise CompileArgumentError(
                 f"loss_weights={loss_weights!r} weighs the losses of a model with several "
                 "outputs: give loss as a list or dict (one per output) too."
             )
         loss_fn = None if loss is None else _losses.get(loss)
         if metrics is not None and not isinstance(metrics, list | tuple):
-            raise TypeError(
+            raise CompileArgumentError(
                 f"metrics must be a list, got {type(metrics).__name__}: write "
                 f"metrics=[{metrics!r}]."
             )
         resolved = tuple(_metrics.get(m, loss=loss_fn) for m in (metrics or ()))
     names = [m.name for m in resolved]
     if len(set(names)) != len(names) or "loss" in names:
-        raise ValueError(f"Metric names must be unique and not 'loss'; got {names}.")
+        raise CompileArgumentError(
+            f"Metric names must be unique and not 'loss'; got {names}. Name them apart: "
+            "phalanx.metrics.AUC(name='auc_2'), or a function with another __name__."
+        )
     return CompileConfig(opt, tx, loss_fn, resolved, steps_per_execution, seed)
+
+
+def _check_steps_per_execution(value: Any) -> None:
+    """``steps_per_execution`` is an int >= 1 (Keras refuses 0 and floats too)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise CompileArgumentError(
+            f"steps_per_execution must be >= 1 (an int: the number of training steps fused "
+            f"into one compiled program), got {value!r} ({type(value).__name__}). Use 1 for "
+            "one step per program, or e.g. compile(..., steps_per_execution=32) to run 32 "
+            "steps between host round trips."
+        )

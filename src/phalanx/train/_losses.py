@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from ..errors import CompileArgumentError, UnknownNameError
 from ._logits import Logits
 
 EPSILON = 1e-7
@@ -532,8 +533,8 @@ def get(identifier: Any) -> Loss | None:
       (``"mse"`` logs as ``mse``), as Keras.
 
     Raises:
-      ValueError: an unknown name (the message lists the known ones).
-      TypeError: something that is not a loss.
+      UnknownNameError: an unknown name (the message lists the known ones and the closest).
+      CompileArgumentError: something that is not a loss.
 
     Example:
       >>> get("sparse_categorical_crossentropy")
@@ -547,13 +548,19 @@ def get(identifier: Any) -> Loss | None:
         by_class = {cls.__name__.lower(): cls for cls in _CLASSES.values()}
         cls = _CLASSES.get(identifier) or by_class.get(identifier.lower())
         if cls is None:
-            raise ValueError(
-                f"Unknown loss {identifier!r}. Use one of {sorted(_CLASSES)}, a "
-                "phalanx.losses class, or any function (y_true, y_pred) -> per-example losses."
+            raise UnknownNameError.of(
+                "loss",
+                identifier,
+                [*_CLASSES, *(cls.__name__ for cls in _FUNCTIONS.values())],
+                hint="Or give a phalanx.losses object, or any function (y_true, y_pred) -> "
+                "per-example losses.",
             )
         return cls(name=identifier) if identifier in _CLASSES else cls()
     if identifier in _FUNCTIONS:
         return _FUNCTIONS[identifier](name=identifier.__name__)
     if callable(identifier):
         return LossFunctionWrapper(identifier)
-    raise TypeError(f"Cannot use {type(identifier).__name__} {identifier!r} as a loss.")
+    raise CompileArgumentError(
+        f"Cannot use {type(identifier).__name__} {identifier!r} as a loss: give a name "
+        "('mse'), a phalanx.losses object, or a function (y_true, y_pred) -> per-example losses."
+    )

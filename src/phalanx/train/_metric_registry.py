@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from ..errors import CompileArgumentError, UnknownNameError
 from . import _accuracy_metrics as acc
 from ._confusion_metrics import AUC, Precision, Recall
 from ._losses import mean_absolute_error, mean_squared_error
@@ -57,8 +58,8 @@ def get(identifier: Any, *, loss: Any = None) -> Metric:
       a class logs under its default name (``"AUC"`` -> ``auc``), as Keras.
 
     Raises:
-      ValueError: an unknown name (the message lists the known ones).
-      TypeError: something that is not a metric.
+      UnknownNameError: an unknown name (the message lists the known ones and the closest).
+      CompileArgumentError: something that is not a metric.
 
     Example:
       >>> get("accuracy", loss="sparse_categorical_crossentropy").name
@@ -80,11 +81,16 @@ def get(identifier: Any, *, loss: Any = None) -> Metric:
             return MeanMetricWrapper(_FUNCTIONS[identifier], name=identifier)
         if identifier.lower() in _CLASSES:
             return _CLASSES[identifier.lower()]()
-        raise ValueError(
-            f"Unknown metric {identifier!r}. Use 'accuracy', one of "
-            f"{sorted(_FUNCTIONS)}, a class name ({sorted(c.__name__ for c in _CLASSES.values())}), "
-            "a phalanx.metrics object, or a function (y_true, y_pred) -> per-example values."
+        raise UnknownNameError.of(
+            "metric",
+            identifier,
+            ["accuracy", *_FUNCTIONS, *(cls.__name__ for cls in _CLASSES.values())],
+            hint="Or give a phalanx.metrics object, or a function (y_true, y_pred) -> "
+            "per-example values.",
         )
     if callable(identifier):
         return MeanMetricWrapper(identifier)
-    raise TypeError(f"Cannot use {type(identifier).__name__} {identifier!r} as a metric.")
+    raise CompileArgumentError(
+        f"Cannot use {type(identifier).__name__} {identifier!r} as a metric: give a name "
+        "('accuracy'), a phalanx.metrics object, or a function (y_true, y_pred) -> values."
+    )

@@ -225,10 +225,6 @@ class Model(ModelIntrospection):
                 "jit_compile=False is not supported: phalanx compiles every step with XLA. "
                 "Debug a step eagerly with model(x) or jax.disable_jit()."
             )
-        if isinstance(steps_per_execution, bool) or not isinstance(steps_per_execution, int):
-            raise TypeError(f"steps_per_execution must be an int, got {steps_per_execution!r}.")
-        if steps_per_execution < 1:
-            raise ValueError(f"steps_per_execution must be >= 1, got {steps_per_execution}.")
         self._adopt_current_strategy()
         self._config = resolve_compile(
             optimizer, loss, metrics, steps_per_execution, seed, loss_weights=loss_weights

@@ -21,7 +21,12 @@ from typing import Any
 
 import optax
 
-from ..errors import LearningRateValueError, StatefulAPIError
+from ..errors import (
+    CompileArgumentError,
+    LearningRateValueError,
+    StatefulAPIError,
+    UnknownNameError,
+)
 from . import _transforms
 
 
@@ -296,8 +301,8 @@ def get(identifier: Any) -> Optimizer | optax.GradientTransformation:
       A phalanx ``Optimizer`` (call ``to_optax()``), or the optax transformation given.
 
     Raises:
-      ValueError: an unknown name (the message lists the known ones).
-      TypeError: something that is not an optimizer.
+      UnknownNameError: an unknown name (the message lists the known ones and the closest).
+      CompileArgumentError: something that is not an optimizer.
 
     Example:
       >>> get("adam")
@@ -310,13 +315,15 @@ def get(identifier: Any) -> Optimizer | optax.GradientTransformation:
     if isinstance(identifier, str):
         cls = _BY_NAME.get(identifier.lower())
         if cls is None:
-            raise ValueError(
-                f"Unknown optimizer {identifier!r}. Use one of {sorted(_BY_NAME)}, a "
-                "phalanx.optimizers object (e.g. optimizers.Adam(learning_rate=1e-3)) or an "
-                "optax GradientTransformation."
+            raise UnknownNameError.of(
+                "optimizer",
+                identifier,
+                _BY_NAME,
+                hint="Or give a phalanx.optimizers object (e.g. "
+                "optimizers.Adam(learning_rate=1e-3)) or an optax GradientTransformation.",
             )
         return cls()
-    raise TypeError(
+    raise CompileArgumentError(
         f"Cannot use {type(identifier).__name__} {identifier!r} as an optimizer: give a name "
         "('adam'), a phalanx.optimizers object or an optax GradientTransformation."
     )
