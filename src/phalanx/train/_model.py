@@ -43,6 +43,7 @@ from . import (
     _introspection,
     _keras_files,
     _loop,
+    _memory,
     _multi_output,
     _nested,
     _regularizers,
@@ -117,6 +118,7 @@ class Model(ModelIntrospection):
         self._position = _checkpointing.TrainPosition()
         self._pending: tuple | None = None
         self._resume: _checkpointing.TrainPosition | None = None
+        self._train_signature: tuple | None = None  # the last fit's step shapes (_memory)
         self.stop_training = False
         self.history = None
         self.optimizer = None
@@ -506,6 +508,8 @@ class Model(ModelIntrospection):
             begin(ex.first_step)
             program = self._program(kind, ex.data is not None)  # ex.xs: batches or indices
             self._state, dev_logs = program(self._state, ex.data, ex.xs, ex.steps)
+            if kind == "train" and ex.first_step == start:  # summary()'s memory analysis
+                self._train_signature = _memory.step_signature(ex)
             if kind == "train":
                 self._position = _checkpointing.TrainPosition(
                     epoch, ex.first_step + ex.steps, ex.input_state
@@ -865,16 +869,42 @@ class Model(ModelIntrospection):
         """The number of weights."""
         return int(sum(np.size(w) for w in self.get_weights()))
 
-    def summary(self, print_fn: Callable[[str], Any] = print) -> None:
-        """Prints the layers, their output shapes and parameter counts."""
+    def summary(
+        self,
+        print_fn: Callable[[str], Any] = print,
+        *,
+        line_length: int | None = None,
+        training_batch: tuple | None = None,
+    ) -> None:
+        """Prints the layers, their output shapes and parameter counts, then memory per device.
+
+        After Keras's table and its "Total / Trainable / Non-trainable params" lines,
+        the bytes per device of the weights and optimizer state (from the placed
+        arrays, or computed from shapes before ``fit``) and, once a training step is
+        compiled, XLA's memory analysis of it (:mod:`phalanx.train._memory`).
+
+        Args:
+          print_fn: called once with the whole text.
+          line_length: the table's width; default fits the content.
+          training_batch: ``(x, y)``: one global batch, as ``fit`` gets it. The
+            training state is placed and the step compiled for it (nothing runs),
+            to report XLA's memory analysis before ``fit``. Needs ``compile``.
+        """
         module = self.module
+        if training_batch is not None:
+            _memory.prepare_step(self, training_batch)
+        text: list[str] = []
         if hasattr(module, "summary"):
-            module.summary(print_fn=print_fn)
+            kwargs = {"line_length": line_length} if line_length is not None else {}
+            module.summary(print_fn=text.append, **kwargs)
         else:
-            print_fn(
+            text.append(
                 f"Model: {self.name!r} ({type(module).__name__})\n"
                 f"Total params: {self.count_params():,}"
             )
+        if self.built:
+            text.extend(_memory.memory_lines(self))
+        print_fn("\n".join(text))
 
 
 def _refuse_overwrite(filepath, overwrite: bool) -> None:
