@@ -1,5 +1,6 @@
-"""Checkpoint paths that are URLs: file:// is a local path; other URLs are refused, not
-written under the working directory as a folder named 'memory:' or 'gs:'."""
+"""Checkpoint paths that are URLs: file:// is a local path (orbax writes it in place); other
+URLs are written through phalanx.io (tests/checkpoint/test_checkpoint_remote.py), and one whose
+protocol package is missing is refused at once, naming the extra to install."""
 
 import os
 
@@ -8,7 +9,8 @@ import pytest
 
 import phalanx as px
 from phalanx.callbacks import BackupAndRestore, ModelCheckpoint
-from phalanx.errors import CheckpointError
+from phalanx.errors import FileSystemNotInstalledError
+from phalanx.io import gfile
 
 
 def _model():
@@ -25,18 +27,40 @@ def test_a_file_url_is_the_local_path(tmp_path):
     px.checkpoint.Checkpoint(model=_model()).restore(f"file://{saved}")
 
 
-@pytest.mark.parametrize("url", ["memory://bucket/ck", "gs://bucket/ck", "s3://bucket/ck"])
-def test_a_remote_url_is_refused_before_anything_is_written(url, tmp_path, monkeypatch):
+def test_a_memory_url_is_written_there_not_under_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    saved = px.checkpoint.Checkpoint(model=_model()).save("memory://urls-test/ck")
+    try:
+        assert saved == "memory://urls-test/ck-1" and gfile.isdir(saved)
+        assert os.listdir(tmp_path) == []
+    finally:
+        gfile.rmtree("memory://urls-test")
+
+
+def test_a_url_without_its_package_names_the_extra_before_anything_is_written(
+    tmp_path, monkeypatch
+):
+    pytest.importorskip("fsspec")
+    try:
+        import gcsfs  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("gcsfs is installed: gs:// URLs are served")
     monkeypatch.chdir(tmp_path)
     m = _model()
-    with pytest.raises(CheckpointError, match="remote URL.*local or mounted directory"):
+    url = "gs://bucket/ck"
+    extra = r'pip install "phalanx\[gcs\]"'
+    with pytest.raises(FileSystemNotInstalledError, match=extra):
         px.checkpoint.Checkpoint(model=m).save(url)
-    with pytest.raises(CheckpointError, match="remote URL"):
+    with pytest.raises(FileSystemNotInstalledError, match=extra):
         px.checkpoint.CheckpointManager(
             url, max_to_keep=1, checkpoint=px.checkpoint.Checkpoint(model=m)
         )
-    with pytest.raises(CheckpointError, match="BackupAndRestore.*remote URL"):
+    with pytest.raises(FileSystemNotInstalledError, match=extra):
+        px.checkpoint.latest_checkpoint(url)
+    with pytest.raises(FileSystemNotInstalledError, match=extra):
         BackupAndRestore(url)
-    with pytest.raises(CheckpointError, match="ModelCheckpoint.*remote URL"):
+    with pytest.raises(FileSystemNotInstalledError, match=extra):
         ModelCheckpoint(url + "/e{epoch}", save_weights_only=False)
     assert os.listdir(tmp_path) == []

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-from pathlib import Path
 from typing import Any
 
 from ..errors import CheckpointError
@@ -91,7 +89,7 @@ class BackupAndRestore(Callback):
             )
         from ..checkpoint._io import as_path
 
-        as_path(backup_dir, "BackupAndRestore")  # a remote URL is refused here, before fit
+        as_path(backup_dir, "BackupAndRestore")  # a missing protocol package fails here
         self.backup_dir = os.fspath(backup_dir)
         self.save_freq = save_freq
         self.delete_checkpoint = bool(delete_checkpoint)
@@ -166,5 +164,7 @@ class BackupAndRestore(Callback):
         self._manager.wait_until_finished()
         self._manager.close()  # joins orbax's threads (background deletes) first
         self._manager = None
-        if self.delete_checkpoint and _process.is_chief() and Path(self.backup_dir).is_dir():
-            shutil.rmtree(self.backup_dir, ignore_errors=True)
+        if self.delete_checkpoint and _process.is_chief():
+            from ..checkpoint._io import remove_checkpoints
+
+            remove_checkpoints(self.backup_dir)  # a local folder or a URL

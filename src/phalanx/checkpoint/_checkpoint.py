@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from ..errors import CheckpointError
-from . import _io, _objects
+from . import _io, _objects, _remote
 
 log = logging.getLogger("phalanx")
 
@@ -30,6 +30,12 @@ class Checkpoint:
 
     With several processes, every process calls ``save``/``restore`` with the
     same path; orbax writes each array once and commits when all are done.
+
+    Paths are local (or ``file://``) folders, or any fsspec URL (``gs://``,
+    ``s3://``, ``memory://`` ...; ``pip install "phalanx[gcs]"`` for ``gs://``):
+    a URL is written to a local staging folder, uploaded, and committed by a
+    marker object written last, so a writer killed mid-upload leaves no
+    checkpoint that a restore would read (docs/checkpoints.md).
 
     Args:
       async_save: write in background threads: ``save`` returns once the
@@ -67,12 +73,18 @@ class Checkpoint:
         self._kinds = _objects.check_objects(self._objects)
         self._async = async_save
         self._writer = None
+        self._uploader: _remote.RemoteWriter | None = None
         self.save_counter = 0
 
     def _checkpointer(self):
         if self._writer is None:
             self._writer = _io.checkpointer(self._async)
         return self._writer
+
+    def _remote_writer(self) -> _remote.RemoteWriter:
+        if self._uploader is None:
+            self._uploader = _remote.RemoteWriter(self._async)
+        return self._uploader
 
     def _meta(self, entries: dict) -> dict:
         return {"format": _objects.FORMAT, "save_counter": self.save_counter, "objects": entries}
@@ -87,7 +99,10 @@ class Checkpoint:
         path = _io.as_path(file_prefix, "Checkpoint.write")
         arrays, entries = _objects.collect(self._objects, self._kinds)
         args = _io.save_args(arrays, self._meta(entries))
-        self._checkpointer().save(path, args=args, force=True)
+        if _io.is_remote(path):
+            self._remote_writer().save(path, args)
+        else:
+            self._checkpointer().save(path, args=args, force=True)
         return path
 
     def save(self, file_prefix: Any) -> str:
@@ -118,10 +133,16 @@ class Checkpoint:
     def _read(self, save_path: Any) -> dict:
         path = _io.as_path(save_path, "Checkpoint.restore")
         self.wait_until_finished()
-        meta = _io.read_meta(path)
+        if not _io.is_remote(path):
+            return self._read_local(path, path)
+        with _remote.downloaded(path) as local:
+            return self._read_local(local, path)
+
+    def _read_local(self, local: str, path: str) -> dict:
+        meta = _io.read_meta(local)
         saved = meta.get("objects", {})
         _objects.check_restorable(path, self._objects, self._kinds, saved)
-        arrays = _io.read_arrays(path, meta, list(self._objects))
+        arrays = _io.read_arrays(local, meta, list(self._objects))
         _objects.apply(self._objects, self._kinds, saved, arrays)
         return meta
 
@@ -138,9 +159,15 @@ class Checkpoint:
         return self
 
     def wait_until_finished(self) -> None:
-        """Waits for an asynchronous save to be committed (at once when none runs)."""
+        """Waits for an asynchronous save to be committed (at once when none runs).
+
+        Raises:
+          CheckpointError: an asynchronous save to a URL failed before its commit.
+        """
         if self._writer is not None and hasattr(self._writer, "wait_until_finished"):
             self._writer.wait_until_finished()
+        if self._uploader is not None:
+            self._uploader.wait_until_finished()
 
     def close(self) -> None:
         """Finishes pending writes and stops the writer's threads."""
@@ -148,6 +175,9 @@ class Checkpoint:
             self.wait_until_finished()
             self._writer.close()
             self._writer = None
+        if self._uploader is not None:
+            self._uploader.close()
+            self._uploader = None
 
     def __repr__(self) -> str:
         return f"Checkpoint({', '.join(f'{k}={v}' for k, v in self._kinds.items())})"

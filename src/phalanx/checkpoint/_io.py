@@ -10,12 +10,18 @@ the final name. Arrays are read back as host numpy arrays (each process reads
 what it needs; the model places them on its own mesh), which is what lets a
 checkpoint saved under one replica count restore under another.
 
+Local paths (and ``file://`` URLs) are written by orbax in place; other URLs
+(``gs://``, ``s3://``, ``memory://`` ...) are staged locally, uploaded and
+committed with a marker by ``_remote``.
+
 orbax is imported when first used, so ``import phalanx`` stays fast.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -49,11 +55,16 @@ def save_args(arrays: dict, meta: dict):
 
 
 def as_path(path: Any, what: str) -> str:
-    """``path`` as an absolute local path, or a ``CheckpointError`` saying what was expected.
+    """``path`` as an absolute local path, or a URL; a ``CheckpointError`` saying what was expected.
 
-    ``file://`` URLs are local paths; other URLs (``gs://``, ``s3://``, ``memory://``) are
-    refused: orbax writes them through its own file layer, not phalanx.io, and that path is
-    not built or tested yet (it was written under the working directory before).
+    ``file://`` URLs are local paths (orbax writes them). Other URLs (``gs://``,
+    ``s3://``, ``memory://``, any fsspec protocol) are returned as given, without a
+    trailing ``/``: ``_remote`` stages, uploads and commits them.
+
+    Raises:
+      CheckpointError: ``path`` is not a non-empty str or os.PathLike.
+      FileSystemNotInstalledError: the URL's protocol needs a package that is not
+        installed (the message names the extra: ``pip install "phalanx[gcs]"``).
     """
     if isinstance(path, bytes) or not isinstance(path, str | os.PathLike) or not str(path):
         raise CheckpointError(
@@ -63,21 +74,45 @@ def as_path(path: Any, what: str) -> str:
     from ..io import _fs
 
     text = os.fspath(path)
-    remote = _fs.is_url(text) and _fs.protocol_of(text) not in ("file", "local")
-    local = None if remote else _fs.os_path(text)  # a plain path or a file:// URL
+    local = _fs.os_path(text)  # a plain path or a file:// URL; None for other URLs
     if local is None:
-        raise CheckpointError(
-            f"{what}: {os.fspath(path)!r} is a remote URL; phalanx checkpoints are written to "
-            "this machine's file systems only (a plain path or file://). Write them to a local "
-            "or mounted directory (for example a bucket mounted with gcsfuse), or copy the "
-            "checkpoint directory up with phalanx.io.gfile after it is saved."
-        )
+        return text.rstrip("/")
     return str(Path(local).absolute())
 
 
-def is_checkpoint(path: str) -> bool:
-    """Whether ``path`` is a committed phalanx checkpoint directory."""
+def is_remote(path: str) -> bool:
+    """Whether ``path`` (as ``as_path`` returned it) is a URL that ``_remote`` writes."""
+    from ..io import _fs
+
+    return _fs.is_url(path)
+
+
+def is_checkpoint(path: Any) -> bool:
+    """Whether ``path`` is a committed phalanx checkpoint directory (local or a URL)."""
+    if is_remote(os.fspath(path)):
+        from . import _remote
+
+        return _remote.is_committed(os.fspath(path))
     return (Path(path) / META).is_dir()
+
+
+def remove_checkpoints(path: Any) -> None:
+    """Deletes the folder ``path`` (a checkpoint or a manager's folder), local or a URL.
+
+    Remote checkpoints lose their commit marker first, so none is ever half-visible.
+    """
+    text = as_path(path, "remove_checkpoints")
+    if not is_remote(text):
+        shutil.rmtree(text, ignore_errors=True)
+        return
+    from ..io import _fs
+    from . import _remote
+
+    loc = _fs.locate(text)
+    with contextlib.suppress(FileNotFoundError):
+        for marker in loc.fs.glob(f"{loc.path.rstrip('/')}/**/{_remote.MARKER}"):
+            loc.fs.rm(marker)
+    _remote.remove(text)
 
 
 def read_meta(path: str, reader=None) -> dict:
@@ -87,7 +122,7 @@ def read_meta(path: str, reader=None) -> dict:
       CheckpointNotFoundError: no committed checkpoint there.
       CheckpointError: the directory is not a phalanx checkpoint.
     """
-    if not is_checkpoint(path):
+    if not (Path(path) / META).is_dir():
         raise CheckpointNotFoundError(
             f"No checkpoint at {path!r} (no committed checkpoint directory there"
             f"{'; it does not exist' if not Path(path).exists() else ''}). Give a path that "

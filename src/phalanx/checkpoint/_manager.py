@@ -5,7 +5,10 @@ TensorFlow's ``tf.train.CheckpointManager`` names over orbax's
 directory and renames it when complete (the commit: a process killed while
 writing leaves the previous checkpoints intact, and ``latest_checkpoint``
 never names a half-written one), deletes old ones after the new one is
-committed, and writes asynchronously when asked.
+committed, and writes asynchronously when asked. A ``directory`` that is a
+URL (``gs://``, ``s3://``, ``memory://`` ...) is served by ``_remote.RemoteSteps``
+instead, with the same policy: each checkpoint is staged locally, uploaded and
+committed by a marker object written last; only committed ones are listed.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CheckpointError
-from . import _io, _objects
+from . import _io, _objects, _remote
 from ._checkpoint import Checkpoint
 
 log = logging.getLogger("phalanx")
@@ -118,21 +121,32 @@ class CheckpointManager:
         self.checkpoint = checkpoint
         self._name = checkpoint_name
         self._init_fn = init_fn
-        o = _io.ocp()
-        options = o.CheckpointManagerOptions(
-            max_to_keep=self._max_to_keep,
-            keep_period=keep,
-            step_prefix=checkpoint_name,
-            create=True,
-            enable_async_checkpointing=bool(async_save),
-            enable_background_delete=bool(async_save),
-        )
-        self._manager = o.CheckpointManager(self.directory, options=options)
+        if _io.is_remote(self.directory):
+            self._manager = _remote.RemoteSteps(
+                self.directory,
+                checkpoint_name,
+                max_to_keep=self._max_to_keep,
+                keep_period=keep,
+                async_save=bool(async_save),
+            )
+        else:
+            o = _io.ocp()
+            options = o.CheckpointManagerOptions(
+                max_to_keep=self._max_to_keep,
+                keep_period=keep,
+                step_prefix=checkpoint_name,
+                create=True,
+                enable_async_checkpointing=bool(async_save),
+                enable_background_delete=bool(async_save),
+            )
+            self._manager = o.CheckpointManager(self.directory, options=options)
         self._last_saved = self._manager.latest_step()
 
     # -- reading ------------------------------------------------------------------
 
     def _path(self, number: int) -> str:
+        if _io.is_remote(self.directory):
+            return _remote.join(self.directory, f"{self._name}_{number}")
         return str(Path(self.directory) / f"{self._name}_{number}")
 
     @property
@@ -189,7 +203,10 @@ class CheckpointManager:
         ckpt.save_counter = number
         arrays, entries = _objects.collect(ckpt._objects, ckpt._kinds)
         args = _io.save_args(arrays, ckpt._meta(entries))
-        self._manager.save(number, args=args, force=True)
+        if isinstance(self._manager, _remote.RemoteSteps):
+            self._manager.save(number, args)
+        else:
+            self._manager.save(number, args=args, force=True)
         self._last_saved = number
         return self._path(number)
 
@@ -228,7 +245,11 @@ def latest_checkpoint(directory: Any, checkpoint_name: str = "ckpt") -> str | No
       >>> latest_checkpoint(tempfile.mkdtemp()) is None
       True
     """
-    root = Path(_io.as_path(directory, "latest_checkpoint"))
+    text = _io.as_path(directory, "latest_checkpoint")
+    if _io.is_remote(text):
+        numbers = _remote.numbered(text, checkpoint_name)
+        return _remote.join(text, f"{checkpoint_name}_{numbers[-1]}") if numbers else None
+    root = Path(text)
     if not root.is_dir():
         return None
     numbers = []

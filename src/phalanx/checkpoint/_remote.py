@@ -1,0 +1,369 @@
+"""Checkpoints on any fsspec URL (``gs://``, ``s3://``, ``memory://`` ...): staged, uploaded, committed.
+
+orbax writes local checkpoints atomically by renaming a finished temporary
+folder. Object stores have no rename (``s3://`` moves each object by a copy
+and a delete; ``memory://`` and other fsspec protocols are not orbax paths at
+all), so for a URL orbax writes the checkpoint into a local *staging* folder
+and phalanx uploads it through ``phalanx.io`` (fsspec), then commits it by
+writing a marker object, :data:`MARKER`, last:
+
+1. orbax writes ``<staging>/ckpt`` (asynchronously when asked: the arrays are
+   copied off the devices, then written in orbax's threads);
+2. process 0 deletes whatever was at the URL (the marker first), and every
+   process agrees that it is gone;
+3. each process uploads the files it wrote (orbax's ``ocdbt.process_<i>``
+   folders; process 0 the rest) to the URL's final names, all processes agree
+   that every upload succeeded, and only then process 0 writes the marker;
+4. the staging folder is deleted.
+
+A checkpoint counts (``Checkpoint.restore``, ``latest_checkpoint``, a
+manager's list) only when its marker exists: a writer killed before step 3
+ends leaves objects without a marker, which nothing reads and the next save
+to that name (or a manager's clean-up) deletes, and the previous checkpoint
+is the one restored. Restores download the checkpoint into a local folder
+that orbax reads, then delete it.
+
+With ``async_save`` the steps after 1 run in one background thread
+(``phalanx._threads``); the next save, ``wait_until_finished`` and ``close``
+wait for it and raise its error. A save still uploading when the interpreter
+exits is abandoned uncommitted (call ``close()`` before the script ends).
+
+Several processes must call ``save`` alike with a staging folder they share
+(``PHALANX_CHECKPOINT_STAGING``, default the temporary directory: right for
+processes of one machine), because orbax merges the processes' files in it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import posixpath
+import re
+import secrets
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ..errors import CheckpointError, CheckpointNotFoundError
+from . import _io
+
+log = logging.getLogger("phalanx")
+
+#: The object written last into a remote checkpoint: it exists only once every file is there.
+MARKER = "phalanx_checkpoint_committed"
+#: Where checkpoints for URLs are staged (default: the system's temporary directory).
+STAGING_ENV = "PHALANX_CHECKPOINT_STAGING"
+_OWNER = re.compile(r"(?:^|/)ocdbt\.process_(\d+)(?:/|$)")
+
+
+def _locate(url: str):
+    from ..io import _fs
+
+    return _fs.locate(url)
+
+
+def join(url: str, name: str) -> str:
+    """``url/name`` (URLs use ``/`` whatever the operating system)."""
+    return f"{url.rstrip('/')}/{name}"
+
+
+def is_committed(url: str) -> bool:
+    """Whether a committed checkpoint is at ``url`` (its marker exists)."""
+    loc = _locate(join(url, MARKER))
+    loc.fs.invalidate_cache(posixpath.dirname(loc.path))
+    return bool(loc.fs.exists(loc.path))
+
+
+def numbered(directory: str, name: str, *, committed_only: bool = True) -> list[int]:
+    """The numbers ``n`` of the folders ``<directory>/<name>_<n>``, committed ones only by default."""
+    loc = _locate(directory)
+    loc.fs.invalidate_cache(loc.path)
+    try:
+        entries = loc.fs.ls(loc.path, detail=False)
+    except FileNotFoundError:
+        return []
+    numbers = []
+    for entry in entries:
+        prefix, _, number = posixpath.basename(entry.rstrip("/")).rpartition("_")
+        if prefix != name or not number.isdigit():
+            continue
+        if not committed_only or is_committed(join(directory, f"{name}_{number}")):
+            numbers.append(int(number))
+    return sorted(numbers)
+
+
+def remove(url: str) -> None:
+    """Deletes the checkpoint at ``url``: its marker first, so it is never half-visible."""
+    loc = _locate(url)
+    marker = join(loc.path, MARKER)
+    if loc.fs.exists(marker):
+        loc.fs.rm(marker)
+    loc.fs.invalidate_cache(loc.path)
+    if loc.fs.exists(loc.path):
+        with contextlib.suppress(FileNotFoundError):  # an object store's empty "folder"
+            loc.fs.rm(loc.path, recursive=True)
+
+
+def _owner(relative: str) -> int:
+    match = _OWNER.search(relative)
+    return int(match.group(1)) if match else 0
+
+
+def _files(root: str) -> list[str]:
+    """The files under the local folder ``root``, relative, with ``/`` separators."""
+    found = []
+    for folder, _, names in os.walk(root):
+        for name in names:
+            found.append(os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/"))
+    return sorted(found)
+
+
+def upload(local: str, url: str, *, process: int = 0, processes: int = 1) -> int:
+    """Uploads the files of the local folder ``local`` that ``process`` owns to ``url``.
+
+    Returns:
+      How many files were uploaded.
+    """
+    mine = [f for f in _files(local) if processes == 1 or _owner(f) == process]
+    if mine:
+        loc = _locate(url)
+        sources = [os.path.join(local, *f.split("/")) for f in mine]
+        loc.fs.put(sources, [join(loc.path, f) for f in mine])
+    return len(mine)
+
+
+@contextlib.contextmanager
+def downloaded(url: str) -> Iterator[str]:
+    """The committed checkpoint at ``url``, copied into a local folder deleted afterwards.
+
+    Raises:
+      CheckpointNotFoundError: no committed checkpoint at ``url``.
+    """
+    if not is_committed(url):
+        raise CheckpointNotFoundError(
+            f"No checkpoint at {url!r} (no committed checkpoint there: its marker "
+            f"{MARKER!r} is missing, so it does not exist or its save never finished). Give a "
+            "path that Checkpoint.save or write returned, or CheckpointManager(...)."
+            "latest_checkpoint."
+        )
+    loc = _locate(url)
+    local = tempfile.mkdtemp(prefix="phalanx-restore-")
+    try:
+        remote = [f for f in loc.fs.find(loc.path) if posixpath.basename(f) != MARKER]
+        base = loc.path.rstrip("/") + "/"
+        targets = []
+        for f in remote:
+            target = os.path.join(local, *f[len(base) :].split("/"))
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            targets.append(target)
+        if remote:
+            loc.fs.get(remote, targets)
+        yield local
+    finally:
+        shutil.rmtree(local, ignore_errors=True)
+
+
+def _processes() -> tuple[int, int]:
+    from ..cluster import _kv
+
+    return _kv.process_id(), _kv.num_processes()
+
+
+def _agree_timeout() -> float:
+    from ..cluster import watchdog
+
+    return max(float(watchdog.timeout), 600.0)  # uploads of large checkpoints take minutes
+
+
+def _staging_folder(tag: str) -> str:
+    """A new staging folder, the same path on every process (process 0 draws its name)."""
+    from ..cluster import _kv
+
+    root = os.environ.get(STAGING_ENV) or tempfile.gettempdir()
+    token = _kv.gather(
+        f"{tag}/staging", secrets.token_hex(6), timeout_s=_agree_timeout(), what="a staging name"
+    )[0]
+    return os.path.join(root, f"phalanx-staging-{token}")
+
+
+class RemoteWriter:
+    """Writes checkpoints to URLs: orbax into a local staging folder, then upload and commit.
+
+    Args:
+      async_save: orbax writes in its threads and the upload runs in a
+        background thread; ``save`` returns once the arrays are off the devices.
+    """
+
+    def __init__(self, async_save: bool):
+        self._async = async_save
+        self._orbax = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self.pending: str | None = None  # the URL being uploaded in the background
+
+    def save(self, url: str, args: Any, *, after_commit: Callable[[], None] | None = None) -> None:
+        """Saves ``args`` (orbax's) as the checkpoint at ``url``, replacing one there.
+
+        Raises:
+          CheckpointError: the upload of the previous asynchronous save failed.
+        """
+        from ..cluster import _agree
+
+        self.wait_until_finished()
+        if self._orbax is None:
+            self._orbax = _io.checkpointer(self._async)
+        tag = f"checkpoint/{_agree.new_round()}"
+        staging = _staging_folder(tag)
+        local = os.path.join(staging, "ckpt")
+        try:
+            self._orbax.save(local, args=args, force=True)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        job = (self._commit, (url, staging, local, tag, after_commit))
+        if not self._async:
+            job[0](*job[1])
+            return
+        from .. import _threads
+
+        self.pending = url
+        self._thread = _threads.start_thread(
+            self._run, job, name=f"phalanx-checkpoint-upload {url}", stop=self._stop
+        )
+
+    def _run(self, commit: Callable, args: tuple) -> None:
+        try:
+            commit(*args)
+        except BaseException as error:  # raised by the next save or wait_until_finished
+            self._error = error
+
+    def _commit(self, url, staging, local, tag, after_commit) -> None:
+        from ..cluster import _agree
+
+        me, n = _processes()
+        timeout = _agree_timeout()
+        try:
+            if self._async:
+                self._orbax.wait_until_finished()
+            if me == 0:
+                remove(url)
+            _agree.all_have(f"{tag}/cleared", True, timeout_s=timeout)
+            count, failure = 0, None
+            try:
+                if self._stop.is_set():
+                    raise CheckpointError(
+                        "the interpreter exited before it finished: call close() or "
+                        "wait_until_finished() before the script ends"
+                    )
+                count = upload(local, url, process=me, processes=n)
+            except Exception as error:  # every process must still answer the agreement
+                failure = error
+            agreed = _agree.all_have(f"{tag}/uploaded", failure is None, timeout_s=timeout)
+            if not all(agreed):
+                failed = [p for p, good in enumerate(agreed) if not good]
+                why = f": {type(failure).__name__}: {failure}" if failure is not None else ""
+                raise CheckpointError(
+                    f"Checkpoint {url!r} was not committed: processes {failed} failed to upload "
+                    f"their files{why}. The previous checkpoint is still the latest."
+                ) from failure
+            if me == 0:
+                loc = _locate(join(url, MARKER))
+                with loc.fs.open(loc.path, "wb") as f:
+                    f.write(f"{count} files from process 0 of {n}\n".encode())
+            _agree.all_have(f"{tag}/committed", True, timeout_s=timeout)
+            if after_commit is not None and me == 0:
+                after_commit()
+        finally:
+            self.pending = None
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def wait_until_finished(self) -> None:
+        """Waits for the save in progress to be committed; raises its error if it failed."""
+        if self._orbax is not None and hasattr(self._orbax, "wait_until_finished"):
+            self._orbax.wait_until_finished()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        error, self._error = self._error, None
+        if isinstance(error, CheckpointError):
+            raise error
+        if error is not None:
+            raise CheckpointError(
+                f"The asynchronous checkpoint save failed before its commit ({error}); the "
+                "previous checkpoint is still the latest."
+            ) from error
+
+    def close(self) -> None:
+        """Finishes the pending save, then stops orbax's threads."""
+        try:
+            self.wait_until_finished()
+        finally:
+            if self._orbax is not None:
+                self._orbax.close()
+                self._orbax = None
+
+
+class RemoteSteps:
+    """A ``CheckpointManager``'s numbered checkpoints in a folder given as a URL.
+
+    orbax's ``CheckpointManager`` semantics: ``max_to_keep`` newest are kept,
+    plus each whose number is a multiple of ``keep_period``; older ones are
+    deleted (process 0) after a new one is committed, with any uncommitted
+    leftover of a crashed save numbered below the newest.
+    """
+
+    def __init__(self, directory: str, name: str, *, max_to_keep, keep_period, async_save):
+        self.directory = directory
+        self._name = name
+        self._max_to_keep = max_to_keep
+        self._keep_period = keep_period
+        self._writer = RemoteWriter(async_save)
+        self._pending: int | None = None
+
+    def path(self, number: int) -> str:
+        """The URL of checkpoint ``number``."""
+        return join(self.directory, f"{self._name}_{number}")
+
+    def all_steps(self) -> list[int]:
+        """The committed numbers, and the one being saved in the background."""
+        # Read "in flight" before listing: a save that ends in between is then listed.
+        pending = self._pending if self._writer.pending is not None else None
+        numbers = numbered(self.directory, self._name)
+        return sorted({*numbers, pending}) if pending is not None else numbers
+
+    def latest_step(self) -> int | None:
+        """The newest number of ``all_steps``, or None."""
+        numbers = self.all_steps()
+        return numbers[-1] if numbers else None
+
+    def save(self, number: int, args: Any) -> None:
+        """Saves checkpoint ``number``; the old ones are deleted after it is committed."""
+        self._pending = number
+        self._writer.save(self.path(number), args, after_commit=self._delete_old)
+
+    def _delete_old(self) -> None:
+        committed = numbered(self.directory, self._name)
+        if not committed:
+            return
+        newest = committed[-1]
+        stale = [
+            n
+            for n in numbered(self.directory, self._name, committed_only=False)
+            if n < newest and n not in committed
+        ]
+        old = committed[: -self._max_to_keep] if self._max_to_keep else []
+        old = [n for n in old if not (self._keep_period and n % self._keep_period == 0)]
+        for number in stale + old:
+            remove(self.path(number))
+
+    def wait_until_finished(self) -> None:
+        """Waits for the save in progress (and raises its error)."""
+        self._writer.wait_until_finished()
+
+    def close(self) -> None:
+        """Finishes the pending save and stops the writer's threads."""
+        self._writer.close()
