@@ -7,6 +7,10 @@ as many devices as this one.
 The cluster is what ``phalanx.cluster.resolve()`` finds in the environment
 (``PHALANX_*``, ``TF_CONFIG``, Slurm, Kubernetes, a TPU VM), described
 without connecting to anything: ``info`` never initializes ``jax.distributed``.
+
+``--memory`` adds each local device's memory as the platform reports it and a
+model's bytes per device, replicated vs sharded, from XLA's memory analysis of
+its compiled training step (``cli/_info_memory.py``).
 """
 
 from __future__ import annotations
@@ -17,11 +21,30 @@ import sys
 
 import jax
 
+from . import _info_memory
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Adds ``info`` to the ``phalanx`` command."""
     p = sub.add_parser("info", help="report JAX, the devices, the processes and the strategy")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument(
+        "--memory",
+        action="store_true",
+        help="also report memory per device: the platform's counters, and --model's training "
+        "step replicated vs sharded (XLA's memory analysis; compiled, not run)",
+    )
+    p.add_argument(
+        "--model",
+        choices=tuple(_info_memory.MODELS),
+        default="demo",
+        help="the model --memory analyses: "
+        + "; ".join(f"{k}: {v}" for k, v in _info_memory.MODELS.items())
+        + " (default: demo)",
+    )
+    p.add_argument(
+        "--batch-size", type=int, default=64, help="--memory's global batch (default: 64)"
+    )
     p.set_defaults(handler=run)
 
 
@@ -64,10 +87,16 @@ _NO_CLUSTER = "none (one process on the local devices)"
 def run(args: argparse.Namespace) -> int:
     """Prints the report; exits 2 when the environment describes an invalid cluster."""
     facts, error = collect()
+    memory = _memory_report(args) if getattr(args, "memory", False) else None
+    if memory is not None and isinstance(memory, str):
+        print(f"phalanx info: {memory}", file=sys.stderr)
+        return 2
     if args.json:
-        print(json.dumps(facts))
+        print(json.dumps(facts if memory is None else {**facts, "memory": memory}))
     else:
         _print_table(facts)
+        if memory is not None:
+            _info_memory.print_memory(memory)
     if error is not None:
         print(
             f"phalanx info: invalid cluster configuration: {error}\n"
@@ -77,6 +106,23 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     return 0
+
+
+def _memory_report(args: argparse.Namespace) -> dict | str:
+    """``--memory``'s facts, or what is wrong with the options (a message)."""
+    devices = jax.local_device_count()
+    size = args.batch_size
+    if size < 1 or size % devices:
+        return (
+            f"--batch-size must be a positive multiple of the {devices} local devices (the "
+            f"global batch is split over them), got {size}. Try --batch-size {devices * 8}."
+        )
+    return {
+        "devices": _info_memory.device_memory(),
+        "model_name": args.model,
+        "batch_size": size,
+        "model": _info_memory.model_memory(args.model, size),
+    }
 
 
 def _print_table(facts: dict) -> None:
