@@ -337,6 +337,11 @@ class UnknownNameError(CompileArgumentError):
         return cls(f"Unknown {kind} {given!r}.{guess} The known {kind} names are {names}. {hint}")
 
 
+class LayoutError(PhalanxError, ValueError):
+    """A model-parallel layout does not fit: a ``DeviceMesh``, a ``LayoutMap`` entry, or a
+    variable's spec (unknown mesh axis, one entry per axis, axis sizes that divide)."""
+
+
 __all__ = sorted(
     name
     for name, value in list(globals().items())

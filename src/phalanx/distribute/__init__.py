@@ -11,9 +11,12 @@ from ._input import DistributedIterator as DistributedIterator
 from ._input import InputContext as InputContext
 from ._input import InputOptions as InputOptions
 from ._input import InputReplicationMode as InputReplicationMode
+from ._layout import DeviceMesh as DeviceMesh
+from ._layout import LayoutMap as LayoutMap
 from ._loss import compute_average_loss as compute_average_loss
 from ._loss import scale_regularization_loss as scale_regularization_loss
 from ._mirrored import MirroredStrategy as MirroredStrategy
+from ._model_parallel import ModelParallelStrategy as ModelParallelStrategy
 from ._multi_worker import CommunicationImplementation as CommunicationImplementation
 from ._multi_worker import CommunicationOptions as CommunicationOptions
 from ._multi_worker import MultiWorkerMirroredStrategy as MultiWorkerMirroredStrategy
@@ -31,13 +34,16 @@ __all__ = [
     "CommunicationOptions",
     "MultiWorkerMirroredStrategy",
     "TPUStrategy",
+    "DeviceMesh",
     "DistributedDataset",
     "DistributedIterator",
     "InputContext",
     "InputOptions",
     "InputReplicationMode",
+    "LayoutMap",
     "Mirrored",
     "MirroredStrategy",
+    "ModelParallelStrategy",
     "OneDeviceStrategy",
     "PerReplica",
     "ReduceOp",

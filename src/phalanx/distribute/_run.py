@@ -57,6 +57,7 @@ from jax.sharding import PartitionSpec as P
 
 from ..errors import RunArgumentError, RunCompilationError
 from ._context import enter_replica_context
+from ._layout import key_path
 from ._replica_context import ReplicaContext
 from ._values import PerReplica, check_replica_axis, is_distributed_value
 
@@ -92,6 +93,18 @@ def is_varying(x: jax.Array, axis: str) -> bool:
     if varying is None:
         varying = getattr(aval, "vma", frozenset())
     return axis in varying
+
+
+def check_vma(mesh) -> bool:
+    """``jax.shard_map``'s ``check_vma`` for a program manual over ``'replica'`` of ``mesh``.
+
+    True (JAX tracks which values vary over the replicas, and sums the gradients
+    of replicated values) except on a mesh with other axes whose ``'replica'``
+    axis has one device: there XLA rejects the all-reduce of a gradient split
+    over a model axis ("Cross-partition allreduce must be in (partial) manual
+    partitioning mode", jax 0.10), and with one replica there is nothing to sum.
+    """
+    return len(mesh.axis_names) == 1 or mesh.shape["replica"] > 1
 
 
 def is_traced(x: Any) -> bool:
@@ -187,10 +200,11 @@ class _Program:
             mesh=strategy.mesh,
             in_specs=in_specs,
             out_specs=out_specs,
-            check_vma=True,
+            axis_names=frozenset({axis}),  # other mesh axes (a model axis) stay XLA's
+            check_vma=check_vma(strategy.mesh),
         )
-        varying = self.varying
-        self.jitted = jax.jit(lambda *a: strategy._keep_variables(mapped(*a), varying))
+        varying, paths = self.varying, self.out_paths
+        self.jitted = jax.jit(lambda *a: strategy._keep_variables(mapped(*a), varying, paths))
 
     def _body(self, *dynamic):
         outs = self._call_fn(*dynamic)
@@ -209,6 +223,7 @@ class _Program:
         with enter_replica_context(ctx):
             out = self.fn(*args, **kwargs)
         paths, self.out_tree = jax.tree_util.tree_flatten_with_path(out)
+        self.out_paths = [key_path(path) for path, _ in paths]
         return [_output_array(self.fn, path, v) for path, v in paths]
 
     def _trace_varying(self, in_specs) -> list[bool]:
@@ -225,7 +240,8 @@ class _Program:
             mesh=self.strategy.mesh,
             in_specs=in_specs,
             out_specs=P(axis),
-            check_vma=True,
+            axis_names=frozenset({axis}),
+            check_vma=check_vma(self.strategy.mesh),
         )
         avals = [self._abstract(i) for i in self.dynamic]
         jax.eval_shape(mapped, *avals)

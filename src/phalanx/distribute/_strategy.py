@@ -69,21 +69,33 @@ class Strategy:
             )
         self._devices = tuple(devices)
         self._axis_name = REPLICA_AXIS
-        self._mesh = Mesh(np.array(self._devices), (REPLICA_AXIS,), axis_types=(AxisType.Auto,))
-        self._batch_sharding = NamedSharding(self._mesh, P(REPLICA_AXIS))
-        self._stacked_sharding = NamedSharding(self._mesh, P(None, REPLICA_AXIS))
-        self._replicated = NamedSharding(self._mesh, P())
         self._runs = RunCache(self)
-        processes = sorted({d.process_index for d in self._devices})
-        self._num_processes = len(processes)
-        me = jax.process_index()
-        self._process_id = processes.index(me) if me in processes else 0
-        self._local_replicas = sum(d.process_index == me for d in self._devices)
+        self._use_mesh(Mesh(np.array(self._devices), (REPLICA_AXIS,), axis_types=(AxisType.Auto,)))
         self._layout = (
             VariableLayout(variable_mesh(self._devices), self._replicated)
             if shard_parameters
             else None
         )
+
+    def _use_mesh(self, mesh: Mesh) -> None:
+        """Makes ``mesh`` (an axis ``'replica'``, and others for ``ModelParallelStrategy``)
+        the mesh batches are split over and compiled steps run on."""
+        self._mesh = mesh
+        self._batch_sharding = NamedSharding(mesh, P(REPLICA_AXIS))
+        self._stacked_sharding = NamedSharding(mesh, P(None, REPLICA_AXIS))
+        self._replicated = NamedSharding(mesh, P())
+        processes = sorted({d.process_index for d in self._devices})
+        self._num_processes = len(processes)
+        me = jax.process_index()
+        self._process_id = processes.index(me) if me in processes else 0
+        self._local_replicas = sum(
+            any(d.process_index == me for d in group) for group in self._replica_devices()
+        )
+
+    def _replica_devices(self) -> list[tuple[jax.Device, ...]]:
+        """The devices of each replica, in replica order (one each, but with a model axis)."""
+        grid = np.moveaxis(self._mesh.devices, self._mesh.axis_names.index(REPLICA_AXIS), 0)
+        return [tuple(row) for row in grid.reshape(grid.shape[0], -1)]
 
     # -- what the strategy is ------------------------------------------------
 
@@ -100,7 +112,7 @@ class Strategy:
     @property
     def num_replicas_in_sync(self) -> int:
         """The number of replicas that compute each step together."""
-        return len(self._devices)
+        return self._mesh.shape[REPLICA_AXIS]
 
     @property
     def batch_sharding(self) -> NamedSharding:
@@ -126,6 +138,24 @@ class Strategy:
         (``phalanx.distribute._sharding.shard_axis``).
         """
         return self._replicated if self._layout is None else self._layout.sharding(x)
+
+    @property
+    def layout_map(self) -> Any:
+        """The ``LayoutMap`` variables are placed by (``ModelParallelStrategy``), else None."""
+        return None
+
+    @property
+    def _splits_variables(self) -> bool:
+        """Whether variables are kept otherwise than whole on every replica."""
+        return self._layout is not None
+
+    def _variable_shardings(self, tree: Any) -> Any:
+        """The sharding of each array of ``tree`` (model variables) as this strategy keeps it."""
+        return jax.tree.map(self.variable_sharding, tree)
+
+    def _is_variable(self, x: Any) -> bool:
+        """Whether ``x`` is an array split as a variable (passed to compiled programs as is)."""
+        return self._layout is not None and self._layout.is_sharded(x)
 
     def __repr__(self) -> str:
         devs = self._devices
@@ -175,8 +205,8 @@ class Strategy:
     def _place(self, x: Any, kind: str) -> jax.Array:
         if kind == "batch" or is_traced(x):  # already split, or placed by the compiled program
             return x
-        if self._layout is not None and self._layout.is_sharded(x):
-            return x  # a sharded variable: the compiled program gathers it (P())
+        if self._is_variable(x):
+            return x  # a split variable: the compiled program gathers it (P())
         target = self._replicated if kind == "replicated" else self._batch_sharding
         # Exactly this sharding: an equivalent one (a single-device array on a one-device
         # mesh) would give the compiled programs a different input type, and a retrace.
@@ -331,23 +361,23 @@ class Strategy:
           >>> w.shape, w.addressable_shards[0].data.shape[0] == 64 // s.num_replicas_in_sync
           ((64, 32), True)
         """
-        if self._layout is None:
+        if not self._splits_variables:
             return self.replicate(tree)
 
-        def place(x):
-            target = self._layout.sharding(x)
+        def place(x, target):
             if isinstance(x, jax.Array) and not is_traced(x) and x.sharding == target:
                 return x
             if is_traced(x):
                 return jax.lax.with_sharding_constraint(x, target)
             return put(x, target)
 
-        return jax.tree.map(place, tree)
+        return jax.tree.map(place, tree, self._variable_shardings(tree))
 
-    def _keep_variables(self, outs: list, varying: list[bool]) -> list:
+    def _keep_variables(self, outs: list, varying: list[bool], paths: list[str]) -> list:
         """``run``'s outputs that do not vary over replicas, constrained to the variable
         layout (inside the jitted program) when ``shard_parameters``: a custom loop's
-        updated parameters stay split between steps."""
+        updated parameters stay split between steps. ``paths``: each output's path."""
+        del paths  # the layout of shard_parameters depends on the shape alone
         if self._layout is None:
             return outs
         return [
@@ -533,7 +563,12 @@ class Strategy:
         stacked, kind = self._stacked(value)
         if kind == "plain":
             return (value,)
-        local = [i for i, d in enumerate(self._devices) if d.process_index == jax.process_index()]
+        me = jax.process_index()
+        local = [
+            i
+            for i, group in enumerate(self._replica_devices())
+            if any(d.process_index == me for d in group)
+        ]
         if kind == "mirrored":
             return tuple(stacked for _ in local)
         return tuple(jax.tree.map(lambda x, i=i: x[i], stacked) for i in local)

@@ -44,6 +44,7 @@ from . import (
     _keras_files,
     _loop,
     _memory,
+    _model_parallel,
     _multi_output,
     _nested,
     _regularizers,
@@ -304,6 +305,7 @@ class Model(ModelIntrospection):
         _regularizers.pop_activity(module)  # an eager call's outputs, not training state
         style = _step.module_call_style(module)
         trainable = trainable_filter(module)  # nnx.Param, less the frozen layers' weights
+        _model_parallel.annotate_paths(self._strategy, module)  # a layout map matches them
         if style["takes_training"]:  # the mode is an argument: one graph serves both
             train_graphdef, params, rest = nnx.split(module, trainable, ...)
             eval_graphdef = train_graphdef
@@ -356,6 +358,10 @@ class Model(ModelIntrospection):
 
     def _program(self, kind: str, resident: bool) -> Callable:
         key = (kind, resident)
+        if key not in self._programs and self._strategy.layout_map is not None:
+            self._programs[key] = _model_parallel.fused_program(
+                kind, self._step_config, self._strategy, resident=resident
+            )
         if key not in self._programs and self._strategy.shard_parameters:
             self._programs[key] = _sharded.fused_program(
                 kind, self._step_config, self._strategy, resident=resident

@@ -47,13 +47,17 @@ AXIS = _step.AXIS
 def place_state(strategy, state: _step.TrainState, *, copy: bool = True) -> _step.TrainState:
     """Places a ``TrainState`` as ``strategy`` keeps it: variables by its layout, the rest whole.
 
+    The variables are the parameters and the optimizer state, split by
+    ``shard_parameters`` or by a ``ModelParallelStrategy``'s layout map; the
+    rest (batch statistics, RNG, metric accumulators) is whole on every device.
+
     Args:
       strategy: the model's strategy.
       state: the state (host or device arrays).
       copy: False lends numpy leaves without a copy (the caller owns them and
         never writes them again: a restored checkpoint's arrays).
     """
-    if not strategy.shard_parameters:
+    if not strategy._splits_variables:  # neither shard_parameters nor a layout map
         if copy:
             return strategy.replicate(state)
         return put(state, strategy.replicated_sharding, copy=False)
@@ -84,7 +88,7 @@ def state_shardings(strategy, state: _step.TrainState) -> _step.TrainState:
     whole = jax.tree.map(
         lambda _: strategy.replicated_sharding, state._replace(params=None, opt_state=None)
     )
-    params, opt_state = jax.tree.map(strategy.variable_sharding, (state.params, state.opt_state))
+    params, opt_state = strategy._variable_shardings((state.params, state.opt_state))
     return whole._replace(params=params, opt_state=opt_state)
 
 

@@ -38,9 +38,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ..distribute._run import is_varying
+from ..distribute._run import check_vma, is_varying
 from . import _mixed_precision, _regularizers
 
 AXIS = "replica"
@@ -380,7 +381,13 @@ def _scan_real_steps(step_fn, state, data, xs, steps, resident: bool):
 
 
 def fused_program(
-    kind: str, config: StepConfig, mesh, *, resident: bool, donate: bool = True
+    kind: str,
+    config: StepConfig,
+    mesh,
+    *,
+    resident: bool,
+    donate: bool = True,
+    state_shardings: Any = None,
 ) -> Callable:
     """Compiles N steps of ``kind`` (``"train"``, ``"eval"``, ``"predict"``) as one program.
 
@@ -391,6 +398,12 @@ def fused_program(
     number of real steps (an int32 scalar; the others are padding, skipped).
     It returns ``(state, logs)`` for train/eval (logs: the metric results after
     the steps) and the stacked predictions ``[N, global_batch, ...]`` for predict.
+
+    ``jax.shard_map`` is manual over ``'replica'`` only: a mesh's other axes (a
+    ``ModelParallelStrategy``'s model axis) stay under XLA's automatic
+    partitioning, which splits the computation by the variables' layouts.
+    ``state_shardings`` (the state's layout, a pytree of shardings) pins the
+    state returned to it, so the next call gets the same input layout.
     """
     batch_spec = P(None, AXIS)
 
@@ -419,6 +432,15 @@ def fused_program(
         mesh=mesh,
         in_specs=(P(), P(), batch_spec, P()),
         out_specs=out_specs,
-        check_vma=True,
+        axis_names=frozenset({AXIS}),
+        check_vma=check_vma(mesh),
     )
-    return jax.jit(mapped, donate_argnums=(0,) if (donate and kind == "train") else ())
+    pinned = {}
+    if state_shardings is not None:
+        replicated = NamedSharding(mesh, P())
+        train_or_eval = (state_shardings, replicated)
+        pinned["out_shardings"] = (
+            NamedSharding(mesh, batch_spec) if kind == "predict" else train_or_eval
+        )
+    donate_argnums = (0,) if (donate and kind == "train") else ()
+    return jax.jit(mapped, donate_argnums=donate_argnums, **pinned)

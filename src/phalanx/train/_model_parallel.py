@@ -1,0 +1,69 @@
+"""``fit``'s compiled steps on a ``ModelParallelStrategy`` (a 2-D mesh and a layout map).
+
+The step functions are the replicated ones (``_step``): ``jax.shard_map`` runs
+them once per replica over the mesh's ``'replica'`` (batch) axis, with
+TensorFlow's gradient semantics, while the other mesh axes stay under XLA's
+automatic partitioning (GSPMD). The parameters and optimizer state arrive
+split by the layout map (``Strategy._variable_shardings``), XLA partitions the
+forward and backward passes and the optimizer's update by those layouts and
+inserts the collectives (for a column-split kernel followed by a row-split
+one, one all-reduce over the model axis), and the program returns the state
+with the same layout (``out_shardings``), so the next call compiles nothing.
+
+A model's variables are matched by their Keras path (``dense/kernel``), which
+``annotate_paths`` records on each ``nnx.Param`` as metadata before the state
+is split; optimizer moments made from the parameters (``tx.init``) carry it
+too, so they follow their parameter's layout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import flax.nnx as nnx
+
+from ..distribute._layout import PATH_METADATA
+from . import _sharded, _step
+from ._introspection import _keras_path, _lookup
+
+
+def annotate_paths(strategy, module: nnx.Module) -> None:
+    """Records each parameter's Keras path on it, when ``strategy`` has a layout map."""
+    if strategy.layout_map is None:
+        return
+    for path, _ in nnx.to_flat_state(nnx.state(module, nnx.Param)):
+        path = tuple(path)
+        _lookup(module, path).set_metadata(**{PATH_METADATA: _keras_path(module, path)})
+
+
+def fused_program(kind: str, config: _step.StepConfig, strategy, *, resident: bool) -> Callable:
+    """``_step.fused_program`` with the state's layout pinned; compiled on the first call."""
+    return _Program(kind, config, strategy, resident)
+
+
+class _Program:
+    """Compiled on the first call, when the state's structure (and so its layout) is known."""
+
+    def __init__(self, kind: str, config: _step.StepConfig, strategy, resident: bool):
+        self.kind, self.config, self.strategy, self.resident = kind, config, strategy, resident
+        self.jitted = None
+
+    def __call__(self, state, data, xs, steps):
+        if self.jitted is None:
+            self.jitted = self._compile(state)
+        return self.jitted(state, data, xs, steps)
+
+    def lower(self, state, data, xs, steps):
+        """``jax.jit``'s ``lower`` of the program (``bench/memory.py`` reads its memory analysis)."""
+        if self.jitted is None:
+            self.jitted = self._compile(state)
+        return self.jitted.lower(state, data, xs, steps)
+
+    def _compile(self, state) -> Callable:
+        return _step.fused_program(
+            self.kind,
+            self.config,
+            self.strategy.mesh,
+            resident=self.resident,
+            state_shardings=_sharded.state_shardings(self.strategy, state),
+        )
