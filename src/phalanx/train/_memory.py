@@ -214,7 +214,7 @@ def memory_lines(model: Any) -> list[str]:
     v = variable_memory(model)
     source = "the placed arrays" if v.from_arrays else "computed from shapes"
     lines = [
-        f" Memory per device ({type(strategy).__name__}, {devices} device"
+        f" Memory per device ({type(strategy).__name__.lstrip('_')}, {devices} device"
         f"{'s' if devices != 1 else ''}, parameters {layout}):",
         f"   Parameters: {readable_size(v.weights)} of {readable_size(v.weights_whole)} ({source})",
     ]
