@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _record_blocks as rb
 from . import _structure as st
 from ._iterator import ArraysAccess, DatasetIterator, stack_elements
 
@@ -77,8 +78,12 @@ def single_base(pieces: list[tuple[Any, Any]]) -> tuple[ArraysAccess, np.ndarray
     return pieces[0]
 
 
+RECORDS = "records"  # the base of a piece that is a block of records (``_record_blocks.py``)
+
+
 def pull(child: DatasetIterator, count: int) -> list[tuple[Any, Any]]:
-    """Up to ``count`` elements of ``child`` as pieces ``(base, indices)`` or ``(None, [elements])``."""
+    """Up to ``count`` elements of ``child`` as pieces ``(base, indices)``, ``(None,
+    [elements])`` or ``(RECORDS, records)`` (a 1-d ``object`` array of ``bytes``)."""
     pieces: list[tuple[Any, Any]] = []
     need = count
     while need > 0:
@@ -91,6 +96,13 @@ def pull(child: DatasetIterator, count: int) -> list[tuple[Any, Any]]:
             _add_indices(pieces, child.base, idx)
             need -= idx.size
         else:
+            records = rb.next_records(child, need)
+            if records is not None:  # a block of records: already the batch's column
+                if records.size == 0:
+                    break
+                pieces.append((RECORDS, records))
+                need -= records.size
+                continue
             try:
                 x = next(child)
             except StopIteration:
@@ -133,6 +145,8 @@ def assemble(pieces: list[tuple[Any, Any]], *, first_index: int | None = None) -
     for base, p in pieces:
         if base is None:
             parts.append(stack_elements(list(p), first_index=offset))
+        elif base is RECORDS:
+            parts.append(p)
         else:
             parts.append(gather(base, p))
         if offset is not None:

@@ -19,7 +19,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import numpy as np
+
 from ..errors import DatasetArgumentError
+from . import _record_blocks as rb
 from . import _structure as st
 from ._dataset import Dataset, check_positive
 from ._iterator import DatasetIterator, IterCtx
@@ -79,6 +82,20 @@ class InterleaveDataset(Dataset):
         return st.call_unpacked(self._fn, x).element_spec
 
 
+class _NotRecords(Exception):
+    """An inner iterator is not a record source (``_record_blocks.py``); nothing was read."""
+
+
+def _take_record(it: DatasetIterator) -> Any:
+    """The next record of ``it`` as ``bytes``; StopIteration at its end."""
+    records = rb.next_records(it, 1)
+    if records is None:
+        raise _NotRecords
+    if records.size == 0:
+        raise StopIteration
+    return records[0]
+
+
 def _check_parallel(num_parallel_calls: Any) -> bool:
     """True when ``num_parallel_calls`` asks for reader threads (an int >= 1 or AUTOTUNE)."""
     if num_parallel_calls is None:
@@ -99,17 +116,84 @@ class InterleaveIterator(DatasetIterator):
         self.cycle = self.block = 0
         self.end = False
         self.opened = 0  # input elements read so far
+        self.records_ok = True  # no inner dataset met so far is other than a record source
 
     def _advance(self) -> None:
         self.block = 0
         self.cycle = (self.cycle + 1) % len(self.slots)
 
     def __next__(self):
+        return self._step(next)
+
+    def next_records(self, k: int) -> np.ndarray | None:
+        """The next ``1..k`` elements as records (``_record_blocks.py``); None when an inner
+        dataset is not a record source. Whole rounds of the cycle are taken at once."""
+        if not self.records_ok:
+            return None
+        parts, single, got = [], [], 0
+        try:
+            while got < k:
+                block = self._rounds(k - got)
+                if block is None:
+                    single.append(self._step(_take_record))
+                    got += 1
+                    continue
+                if single:
+                    parts.append(rb.objects(single))
+                    single = []
+                parts.append(block)
+                got += len(block)
+        except StopIteration:
+            pass
+        except _NotRecords:
+            self.records_ok = False
+        if single:
+            parts.append(rb.objects(single))
+        if not parts:
+            return None if not self.records_ok else rb.EMPTY
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def _rounds(self, limit: int) -> np.ndarray | None:
+        """As many whole rounds of the cycle as every open slot holds records for (and
+        ``limit`` allows), interleaved; None when not even one (or mid-block).
+
+        A round starts at the current slot and takes ``block_length`` records
+        from each open slot in turn; after whole rounds the cycle is where it
+        was. Empty slots are passed over only once the input has ended (before,
+        the next one would be opened in that slot).
+        """
+        if self.block:
+            return None
+        c, b = len(self.slots), self.ds._block
+        its = []
+        for i in range(c):
+            slot = self.slots[(self.cycle + i) % c]
+            if slot is None:
+                if not self.end:
+                    return None
+                continue
+            if not hasattr(slot["it"], "records_ahead"):
+                return None
+            its.append(slot["it"])
+        if not its or limit < b * len(its):
+            return None
+        ahead = [it.records_ahead() for it in its]
+        rounds = min(min(map(len, ahead)) // b, limit // (b * len(its)))
+        if rounds == 0:
+            return None
+        out = np.empty((rounds, len(its), b), object)
+        for j, (it, records) in enumerate(zip(its, ahead, strict=True)):
+            out[:, j, :] = records[: rounds * b].reshape(rounds, b)
+            it.skip_records(rounds * b)
+        return out.reshape(-1)
+
+    def _step(self, take):
+        """The next element of the cycle, read from its slot's iterator by ``take``."""
         while not self.end or any(s is not None for s in self.slots):
             slot = self.slots[self.cycle]
             if slot is not None:
                 try:
-                    x = next(slot["it"])
+                    x = take(slot["it"])
                 except StopIteration:
                     slot["it"].close()
                     self.slots[self.cycle] = None

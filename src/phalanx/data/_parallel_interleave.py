@@ -121,6 +121,10 @@ class ParallelInterleaveIterator(InterleaveIterator):
         self._fill()
         return super().__next__()
 
+    def next_records(self, k: int) -> None:
+        """None: the reader threads hand over elements (``_record_blocks.py``)."""
+        return None
+
     def _fill(self) -> None:
         """Open input elements ahead until the cycle's free slots are spoken for."""
         if self.end:

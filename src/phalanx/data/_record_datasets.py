@@ -26,28 +26,24 @@ records come from the files in turn, each open file read by its own thread.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from ..errors import DatasetArgumentError, IteratorStateError
+from . import _record_blocks as rb
 from ._dataset import Dataset
 from ._iterator import DatasetIterator
 from ._line_and_fixed_io import FixedLengthRecordReader, TextLineReader
 from ._options import AUTOTUNE
 from ._sources import FileSourceDataset, ListFilesDataset
 from ._structure import TensorSpec
-from ._tfrecord_io import TFRecordReader, normalize_compression_type
+from ._tfrecord_io import RecordBlock, TFRecordReader, normalize_compression_type
 
 __all__ = ["FixedLengthRecordDataset", "TFRecordDataset", "TextLineDataset"]
 
 _log = logging.getLogger("phalanx.data")
-
-
-def _record(data: bytes) -> np.ndarray:
-    out = np.empty((), object)
-    out[()] = data
-    return out
 
 
 def _split_parallel(cls, filenames: Any, num_parallel_reads: Any, make_one) -> Dataset | None:
@@ -102,6 +98,14 @@ class _RecordFileDataset(FileSourceDataset):
 
 
 class _RecordFileIterator(DatasetIterator):
+    """Reads the files one after another, a block of records at a time (``_record_blocks.py``).
+
+    ``pending`` holds the current block's records (an ``object`` array) and
+    ``ends`` the reader's ``(record, offset)`` after each; ``at`` is the next
+    one to hand out. ``record``/``offset`` are the position after the last
+    record handed out, so the state never includes records read ahead.
+    """
+
     def __init__(self, ds: _RecordFileDataset):
         self.ds = ds
         self.file = 0
@@ -109,24 +113,73 @@ class _RecordFileIterator(DatasetIterator):
         self.offset: int | None = None
         self.reader = None
         self.it = None
+        self.error: Exception | None = None  # met by records_ahead, raised in order
+        self._drop_block()
 
-    def __next__(self) -> np.ndarray:
+    def _drop_block(self) -> None:
+        self.pending = rb.EMPTY
+        self.ends: tuple[list[int], list[int]] = ([], [])
+        self.at = 0
+
+    def _fill(self) -> bool:
+        """Reads the next block of records into ``pending``; False after the last file."""
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise error
         names = self.ds._filenames
         while self.file < len(names):
             if self.it is None:
                 start = None if self.offset is None else (self.record, self.offset)
                 self.reader = self.ds._reader(names[self.file], start)
-                self.it = iter(self.reader)
+                self.it = _blocks_of(self.reader)
             try:
-                data = next(self.it)
+                block = next(self.it)
             except StopIteration:
                 self._close_file()
                 self.file += 1
                 self.record, self.offset = 0, None
                 continue
-            self.record, self.offset = self.reader.position
-            return _record(data)
-        raise StopIteration
+            self.pending = rb.objects(block.records)
+            self.ends = (block.index.tolist(), block.offset.tolist())
+            self.at = 0
+            return True
+        return False
+
+    def _take(self, n: int) -> None:
+        self.at += n
+        self.record, self.offset = self.ends[0][self.at - 1], self.ends[1][self.at - 1]
+
+    def __next__(self) -> np.ndarray:
+        if self.at == len(self.pending) and not self._fill():
+            raise StopIteration
+        self._take(1)
+        return rb.as_element(self.pending[self.at - 1])
+
+    def next_records(self, k: int) -> np.ndarray:
+        """The next ``1..k`` records as an ``object`` array (empty at the end)."""
+        if self.at == len(self.pending) and not self._fill():
+            return rb.EMPTY
+        start = self.at
+        self._take(min(k, len(self.pending) - start))
+        return self.pending[start : self.at]
+
+    def records_ahead(self) -> np.ndarray:
+        """The records read and not handed out yet (a new block if none; empty at the end).
+
+        An error reading the next block is kept, and raised by the next ``__next__`` or
+        ``next_records``: at the position where reading one by one meets it.
+        """
+        if self.at == len(self.pending) and self.error is None:
+            try:
+                self._fill()
+            except Exception as e:
+                self.error = e
+        return self.pending[self.at :]
+
+    def skip_records(self, n: int) -> None:
+        """Hands out the first ``n`` records of ``records_ahead()``."""
+        if n:
+            self._take(n)
 
     def _close_file(self) -> None:
         if self.it is not None:
@@ -141,6 +194,7 @@ class _RecordFileIterator(DatasetIterator):
             )
             damaged.clear()
         self.it = self.reader = None
+        self._drop_block()
 
     def close(self) -> None:
         self._close_file()
@@ -152,6 +206,7 @@ class _RecordFileIterator(DatasetIterator):
 
     def set_state(self, state: dict[str, Any]) -> None:
         self._close_file()
+        self.error = None
         self.file, self.record = int(state["file"]), int(state["record"])
         self.offset = None if state.get("offset") is None else int(state["offset"])
         names = self.ds._filenames
@@ -164,6 +219,32 @@ class _RecordFileIterator(DatasetIterator):
                 "checkpoint (new files in the bucket or folder reorder a list_files glob). "
                 "Restore with the same files, or start the input from the beginning."
             )
+
+
+_BLOCK = 256  # records per block from a reader that yields them one by one
+
+
+def _blocks_of(reader: Any) -> Iterator[RecordBlock]:
+    """``reader``'s records as ``RecordBlock`` s: its own blocks, or up to ``_BLOCK`` at a time."""
+    if hasattr(reader, "blocks"):
+        yield from reader.blocks()
+        return
+    records, index, offset = [], [], []
+    try:
+        for data in reader:
+            records.append(data)
+            i, o = reader.position
+            index.append(i)
+            offset.append(o)
+            if len(records) == _BLOCK:
+                yield RecordBlock(records, np.array(index), np.array(offset))
+                records, index, offset = [], [], []
+    except Exception:
+        if records:  # the records before an error first, as one by one
+            yield RecordBlock(records, np.array(index), np.array(offset))
+        raise
+    if records:
+        yield RecordBlock(records, np.array(index), np.array(offset))
 
 
 class TFRecordDataset(_RecordFileDataset):

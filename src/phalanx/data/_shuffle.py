@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import IteratorStateError
+from . import _record_blocks as rb
 from ._dataset import Dataset, check_positive
 from ._iterator import (
     DatasetIterator,
@@ -156,13 +158,23 @@ class _ShuffleIndexIterator(IndexIterator):
 
 
 class _ShuffleBufferIterator(DatasetIterator):
-    """The shuffle of any input, element by element; restores by replaying ``k`` outputs."""
+    """The shuffle of any input, element by element; restores by replaying ``k`` outputs.
+
+    Over a record source (``_record_blocks.py``) the buffer is an ``object``
+    array of the records and ``next_records`` runs the same algorithm on a
+    block of ``m`` inputs at once: step ``t`` emits the input of the last
+    earlier step of the block that wrote its slot, or else what the buffer
+    held there (``shuffle_order``'s reasoning, with the same draws ``j_k``).
+    """
 
     def __init__(self, input_dataset: Dataset, ctx, buffer_size: int, words):
         self.input, self.ctx = input_dataset, ctx
         self.child = input_dataset._iterator(ctx)
         self.size, self.words = buffer_size, words
-        self.buf: list[Any] = []
+        self.buf: list[Any] | np.ndarray = []
+        self.filled = 0  # records in ``buf`` when it is an array
+        # None: not decided; True: ``buf`` holds records (bytes); False: elements.
+        self.records: bool | None = None
         self.steps = 0  # elements emitted while the input lasted
         self.drain: np.ndarray | None = None  # permutation once the input ended
         self.drained = 0
@@ -176,10 +188,18 @@ class _ShuffleBufferIterator(DatasetIterator):
         return int(self._chunk[self.steps % CHUNK])
 
     def _end_input(self):
-        self.drain = drain_permutation(self.words, len(self.buf))
+        self.drain = drain_permutation(self.words, self.filled if self.records else len(self.buf))
         self.child.close()
 
     def __next__(self):
+        if self.records is None:  # read element by element: keep elements in the buffer
+            self.records = False
+        if self.records:
+            out = self.next_records(1)
+            if out is not None:
+                if out.size == 0:
+                    raise StopIteration
+                return rb.as_element(out[0])
         if self.drain is None:
             try:
                 while len(self.buf) < self.size:
@@ -197,6 +217,66 @@ class _ShuffleBufferIterator(DatasetIterator):
         self.drained += 1
         return self.buf[self.drain[self.drained - 1]]
 
+    def next_records(self, k: int) -> np.ndarray | None:
+        """The next ``1..k`` elements as records, or None when the input is no record source."""
+        if self.records is None:
+            if self.buf or not hasattr(self.child, "next_records"):
+                self.records = False
+                return None
+            self.records, self.buf = True, np.empty(self.size, object)
+        if not self.records:
+            return None
+        if self.drain is None:
+            x = self._fill_and_read(k)
+            if x is None:
+                return None
+            if x.size:
+                return self._swap(x)
+        idx = self.drain[self.drained : self.drained + k]
+        self.drained += idx.size
+        return self.buf[idx] if idx.size else rb.EMPTY
+
+    def _fill_and_read(self, k: int) -> np.ndarray | None:
+        """Fills the buffer, then reads up to ``k`` inputs; empty at the end of the input."""
+        while True:
+            want = self.size - self.filled if self.filled < self.size else k
+            x = rb.next_records(self.child, want)
+            if x is None:  # the input stopped giving records: go on element by element
+                self.buf = [rb.as_element(r) for r in self.buf[: self.filled]]
+                self.records = False
+                return None
+            if x.size == 0:
+                self._end_input()
+                return x
+            if self.filled == self.size:
+                return x
+            self.buf[self.filled : self.filled + x.size] = x
+            self.filled += x.size
+
+    def _swap(self, x: np.ndarray) -> np.ndarray:
+        """Steps ``steps .. steps+m-1`` with inputs ``x``: the ``m`` records they emit."""
+        m = x.size
+        if m == 1:
+            j = self._slot()
+            out = self.buf[j : j + 1].copy()
+            self.buf[j] = x[0]
+            self.steps += 1
+            return out
+        j = draws(self.words, self.steps, m, self.size)
+        out = self.buf[j]
+        order = np.argsort(j, kind="stable")
+        sj = j[order]
+        same = sj[1:] == sj[:-1]
+        prev = np.full(m, -1, np.int64)
+        prev[order[1:][same]] = order[:-1][same]
+        written = prev >= 0
+        out[written] = x[prev[written]]
+        last = np.ones(m, bool)
+        last[:-1] = ~same
+        self.buf[sj[last]] = x[order[last]]
+        self.steps += m
+        return out
+
     def children(self):
         return [self.child]
 
@@ -206,4 +286,17 @@ class _ShuffleBufferIterator(DatasetIterator):
     def set_state(self, state):
         self.child.close()
         self.__init__(self.input, self.ctx, self.size, self.words)
-        replay(self, state_int(state, "k", what="elements already shuffled out"), "shuffle")
+        count = state_int(state, "k", what="elements already shuffled out")
+        done = 0
+        while done < count:  # by blocks where the input gives records
+            out = self.next_records(count - done)
+            if out is None:
+                replay(self, count - done, "shuffle")
+                return
+            if out.size == 0:
+                raise IteratorStateError(
+                    f"set_state: the state was saved after {count} elements of shuffle, but "
+                    f"this data has only {done}. It was saved on other data: restore it on "
+                    "the same data, or start this dataset afresh."
+                )
+            done += out.size

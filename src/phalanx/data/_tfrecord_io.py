@@ -20,13 +20,15 @@ CRC-32C calls (in C) and one slice.
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import struct
 import zlib
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 import crc32c as _crc32c
+import numpy as np
 
 from ..errors import (
     CorruptRecordError,
@@ -38,6 +40,7 @@ from ..errors import (
 from ..io import _fs
 
 __all__ = [
+    "RecordBlock",
     "TFRecordOptions",
     "TFRecordReader",
     "TFRecordWriter",
@@ -76,6 +79,133 @@ def masked_crc32c(data: bytes) -> int:
 
 def _mask(crc: int) -> int:
     return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + _MASK_DELTA) & 0xFFFFFFFF
+
+
+class RecordBlock(NamedTuple):
+    """Consecutive records of one file, as the reader yields them (internal).
+
+    Attributes:
+        records: the records' data, in file order.
+        index: ``(n,)`` int64, the reader's record index after each record.
+        offset: ``(n,)`` int64, the byte offset (in the decompressed stream) after each record.
+    """
+
+    records: list[bytes]
+    index: np.ndarray
+    offset: np.ndarray
+
+    @classmethod
+    def one(cls, data: bytes, index: int, offset: int) -> RecordBlock:
+        """A block of one record, after which the reader is at ``(index, offset)``."""
+        return cls([data], np.array([index], np.int64), np.array([offset], np.int64))
+
+
+_U32_BYTES = np.arange(4)
+_U64_BYTES = np.arange(8)
+_RUN_MIN = 8  # a run of equal lengths shorter than this stops the vectorized walk
+
+
+def _masked(crcs: np.ndarray) -> np.ndarray:
+    """``_mask`` of every element of a uint64 array of CRC-32C values."""
+    c = crcs.astype(np.uint64)
+    return ((((c >> 15) | (c << 17)) & 0xFFFFFFFF) + _MASK_DELTA) & 0xFFFFFFFF
+
+
+def _gather(u8: np.ndarray, at: np.ndarray, width: np.ndarray, dtype: str) -> np.ndarray:
+    """The little-endian integers of ``len(width)`` bytes starting at each of ``at``."""
+    return u8[at[:, None] + width].view(dtype).ravel()
+
+
+def _walk(buf: bytes, u8: np.ndarray, pos: int, end: int) -> tuple[np.ndarray, np.ndarray]:
+    """Starts and data lengths of the complete records in ``buf[pos:end]``, trusting headers.
+
+    Follows the length headers one by one, except along a run of records of
+    one length, which is checked and taken at once with numpy (fixed-size
+    records, the common case, cost no Python per record).
+    """
+    runs: list[tuple[np.ndarray, np.ndarray]] = []
+    starts: list[int] = []  # records walked one by one since the last run
+    lengths: list[int] = []
+    unpack = _U64.unpack_from
+    p, prev, probe_after = pos, -1, 0
+    while p + _HEADER_BYTES <= end:
+        (length,) = unpack(buf, p)
+        step = length + 16
+        if p + step > end:
+            break
+        if length == prev and p >= probe_after:
+            count = (end - p) // step
+            at = p + step * np.arange(count, dtype=np.int64)
+            same = _gather(u8, at, _U64_BYTES, "<u8") == length
+            run = count if same.all() else int(np.argmin(same))
+            if run >= _RUN_MIN:
+                runs.append((np.array(starts, np.int64), np.array(lengths, np.int64)))
+                runs.append((at[:run], np.full(run, length, np.int64)))
+                starts, lengths = [], []
+                p += run * step
+                prev = -1
+                continue
+            probe_after = p + 64 * step  # lengths vary here: walk a while before trying again
+        starts.append(p)
+        lengths.append(length)
+        prev = length
+        p += step
+    runs.append((np.array(starts, np.int64), np.array(lengths, np.int64)))
+    if len(runs) == 1:
+        return runs[0]
+    return np.concatenate([r[0] for r in runs]), np.concatenate([r[1] for r in runs])
+
+
+def _frame(buf: bytes, pos: int, end: int, index: int, offset: int) -> RecordBlock | None:
+    """The complete records at the start of ``buf[pos:end]`` whose two CRCs match, at once.
+
+    Stops before the first record that is incomplete in ``buf`` or fails a
+    CRC check (the record-by-record path reports, skips or reads on from
+    there); None when that is the first one. ``index``/``offset``: the
+    reader's position at ``pos``.
+    """
+    u8 = np.frombuffer(buf, np.uint8)
+    starts, lengths = _walk(buf, u8, pos, end)
+    n = len(starts)
+    if n == 0:
+        return None
+    ok = _gather(u8, starts + 8, _U32_BYTES, "<u4") == _header_crcs(lengths)
+    data_at = starts + _HEADER_BYTES
+    data = [buf[a:b] for a, b in zip(data_at.tolist(), (data_at + lengths).tolist(), strict=True)]
+    good = int(np.argmin(ok)) if not ok.all() else n  # a bad header: its length is not trusted
+    if good:
+        crcs = np.fromiter(map(_crc, data[:good]), np.uint64, good)
+        stored = _gather(u8, data_at[:good] + lengths[:good], _U32_BYTES, "<u4")
+        match = _masked(crcs) == stored
+        good = good if match.all() else int(np.argmin(match))
+    if good == 0:
+        return None
+    ends = offset + np.cumsum(lengths[:good] + 16)
+    return RecordBlock(data[:good], index + 1 + np.arange(good, dtype=np.int64), ends)
+
+
+def _read_on(src: Any, buf: bytes, pos: int, n: int) -> bytes | None:
+    """``buf[pos:]`` followed by up to ``n`` more bytes of ``src``; None at the end of ``src``.
+
+    From a local uncompressed file the unread tail of ``buf`` (a partial
+    record) is read again with the next chunk instead of copied in front of it.
+    """
+    keep = len(buf) - pos
+    if keep and isinstance(src, io.FileIO):
+        src.seek(-keep, io.SEEK_CUR)
+        more = src.read(keep + n)
+        return more if len(more) > keep else None
+    more = src.read(n)
+    if not more:
+        return None
+    return buf[pos:] + more if keep else more
+
+
+def _header_crcs(lengths: np.ndarray) -> np.ndarray:
+    """The masked CRC-32C of each length's 8 header bytes (one CRC per distinct length)."""
+    uniq, inverse = np.unique(lengths, return_inverse=True)
+    masked = np.array([_mask(_crc(_U64.pack(int(v)))) for v in uniq], np.int64)
+    return masked[inverse]
 
 
 def normalize_compression_type(compression_type: str | None) -> str:
@@ -414,6 +544,26 @@ class TFRecordReader:
     def __iter__(self) -> Iterator[bytes]:
         return self._records()
 
+    def blocks(self) -> Iterator[RecordBlock]:
+        """Yields the records as :class:`RecordBlock` s: every complete record of a read chunk
+        at once (the same records, in the same order, as iterating the reader).
+
+        :attr:`position` is not updated per record: each block carries the
+        position after each of its records.
+        """
+        return self._blocks()
+
+    def _records(self) -> Iterator[bytes]:
+        blocks = self._blocks()
+        try:
+            for block in blocks:
+                index, offset = block.index.tolist(), block.offset.tolist()
+                for i, data in enumerate(block.records):
+                    self.position = (index[i], offset[i])
+                    yield data
+        finally:
+            blocks.close()
+
     def _open(self):
         return open_stream(self.path, self.compression_type, self.position[1], self._chunk)
 
@@ -462,7 +612,7 @@ class TFRecordReader:
             "or write?)."
         )
 
-    def _records(self) -> Iterator[bytes]:
+    def _blocks(self) -> Iterator[RecordBlock]:
         src = self._open()
         try:
             index, offset = self.position
@@ -475,16 +625,23 @@ class TFRecordReader:
             resyncing = False
             while True:
                 end_of_data = len(buf)
+                block = None if resyncing else _frame(buf, pos, end_of_data, index, offset)
+                if block is not None:
+                    resyncing = False
+                    n = len(block.records)
+                    pos += int(block.offset[-1]) - offset
+                    index, offset = index + n, int(block.offset[-1])
+                    yield block
+                    continue
                 if end_of_data - pos < _HEADER_BYTES:
-                    more = src.read(chunk)
-                    if not more:
+                    more = _read_on(src, buf, pos, chunk)
+                    if more is None:
                         if pos < end_of_data:
                             self._truncated(index, offset, end_of_data - pos, None, src)
                         elif not getattr(src, "ended_cleanly", True):
                             self._truncated(index, offset, 0, None, src)
                         return
-                    buf = buf[pos:] + more
-                    pos = 0
+                    buf, pos = more, 0
                     continue
                 length, length_crc = unpack_header(buf, pos)
                 c = crc(buf[pos : pos + 8])  # masked in line: this loop runs once per record
@@ -515,16 +672,17 @@ class TFRecordReader:
                     offset += length + 16
                     self.position = (index, offset)
                     if data is not None:
-                        yield data
+                        yield RecordBlock.one(data, index, offset)
                     continue
                 if data_end + _FOOTER_BYTES > end_of_data:
-                    more = src.read(max(chunk, data_end + _FOOTER_BYTES - end_of_data))
-                    if not more:
+                    more = _read_on(
+                        src, buf, pos, max(chunk, data_end + _FOOTER_BYTES - end_of_data)
+                    )
+                    if more is None:
                         have = end_of_data - pos
                         self._truncated(index, offset, have, length + 16, src)
                         return
-                    buf = buf[pos:] + more
-                    pos = 0
+                    buf, pos = more, 0
                     continue
                 data = buf[pos + _HEADER_BYTES : data_end]
                 (data_crc,) = unpack_u32(buf, data_end)
@@ -539,7 +697,7 @@ class TFRecordReader:
                 index += 1
                 offset += length + 16
                 self.position = (index, offset)
-                yield data
+                yield RecordBlock.one(data, index, offset)
         finally:
             src.close()
 
