@@ -51,6 +51,7 @@ from __future__ import annotations
 import itertools
 import math
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -298,6 +299,14 @@ class IterableAdapter:
         # ``_iterator`` has yielded (None: unknown, after restoring an older checkpoint).
         self._pass_length = _known_length(iterable)
         self._read: int | None = 0
+        # The input ended before the steps asked for: the next epoch starts a new pass.
+        self._ran_out = False
+        # ``_iterator`` goes on from an earlier epoch (it may end at once: then a new pass).
+        self._continued = False
+        #: A one-shot input (generator, iterator) that ran out: no later epoch has data.
+        self.exhausted = False
+        self._one_shot = hasattr(iterable, "__next__")
+        self._ahead: list = []  # a one-shot input's batch read ahead (is there another?)
         self.batch_size: int | None = None
         #: Whether some batches index arrays placed on the devices (``data``).
         self.resident = False
@@ -322,18 +331,21 @@ class IterableAdapter:
         # an iterator that continues across epochs).
         # Keras 3 also starts a new pass when the steps used up a finite input at the
         # end of the previous epoch (steps_per_epoch or validation_steps equal to, or
-        # a divisor of, a dataset's length: seed 001's test set).
-        fresh = self._steps_given is None and not hasattr(self._iterable, "__next__")
-        used_up = (
-            self._pass_length is not None
-            and self._read is not None
-            and self._read >= self._pass_length
-            and not hasattr(self._iterable, "__next__")
+        # a divisor of, a dataset's length: seed 001's test set), and after an epoch
+        # that the input ended short of its steps (with its warning).
+        fresh = self._steps_given is None and not self._one_shot
+        used_up = not self._one_shot and (
+            self._ran_out
+            or (
+                self._pass_length is not None
+                and self._read is not None
+                and self._read >= self._pass_length
+            )
         )
         restore = input_state is not None and (start > 0 or not fresh)
-        if self._iterator is None or fresh or used_up or restore:
-            by_epoch = getattr(self._iterable, "_iter_epoch", None)
-            self._iterator = by_epoch(epoch) if by_epoch is not None else iter(self._iterable)
+        self._continued = self._iterator is not None and not (fresh or used_up or restore)
+        if not self._continued:
+            self._iterator = self._new_pass(epoch)
             self._read = input_state.get("read") if restore else 0
             if restore:
                 _check_own_share(input_state)
@@ -341,7 +353,13 @@ class IterableAdapter:
                 # The batch size the saved run learned from its first batch: a resumed
                 # epoch may start at a short last batch.
                 self.batch_size = self.batch_size or input_state.get("batch_size")
+        self._ran_out = False
         return self._iterator
+
+    def _new_pass(self, epoch: int) -> Iterator:
+        """A new iterator over the input (a ``Dataset``'s pass chosen by the epoch number)."""
+        by_epoch = getattr(self._iterable, "_iter_epoch", None)
+        return by_epoch(epoch) if by_epoch is not None else iter(self._iterable)
 
     def executions(self, epoch: int = 0, start: int = 0, input_state=None) -> Iterator[Execution]:
         """The epoch's executions from step ``start``, prepared one ahead in a background thread.
@@ -350,24 +368,27 @@ class IterableAdapter:
         run) resume an epoch where a checkpoint left it.
         """
         it = self._epoch_iterator(epoch, start, input_state)
-        return background(self._generate(it, start), size=1)
+        return background(self._generate(it, epoch, start), size=1)
 
-    def _generate(self, it: Iterator, start: int = 0) -> Iterator[Execution]:
+    def _generate(self, it: Iterator, epoch: int, start: int = 0) -> Iterator[Execution]:
         limit = self.steps_per_epoch
         step = start
         source = self._batches(it)
+        if self._ahead:  # a one-shot input's batch read at the end of the last epoch
+            source, self._ahead = itertools.chain(self._ahead, source), []
         while limit is None or step < limit:
             want = self.n if limit is None else min(self.n, limit - step)
             batches = list(itertools.islice(source, want))
+            if not batches and step == start and self._continued and not self._one_shot:
+                # The iterator carried over from the last epoch ended with it (a pass of
+                # unknown length used up exactly): this epoch reads a new pass.
+                it = self._iterator = self._new_pass(epoch)
+                self._read, self._continued = 0, False
+                source = self._batches(it)
+                batches = list(itertools.islice(source, want))
+            if len(batches) < want:
+                self._end_of_input(step + len(batches), limit)
             if not batches:
-                if limit is not None and step < limit:
-                    known = self._pass_length
-                    length = f" (one pass is {known} batches)" if known is not None else ""
-                    raise FitInputError(
-                        f"The input ran out of data after {step} of {limit} steps this epoch"
-                        f"{length}. Use .repeat() on the dataset, or lower steps_per_epoch "
-                        "(validation_steps for validation_data) to a divisor of its length."
-                    )
                 return
             if self._read is not None:
                 self._read += len(batches)
@@ -375,11 +396,29 @@ class IterableAdapter:
             step += len(batches)
             if len(batches) < want:
                 return
+        if self._one_shot:
+            # Whether a later epoch has a batch: read one ahead, kept for that epoch.
+            ahead = list(itertools.islice(source, 1))
+            self._ahead = ahead
+            self.exhausted = not ahead
         if self._steps_given is None and hasattr(self._iterable, "_iter_epoch"):
             # The epoch's steps came from the dataset's length: read on to its end (what
             # drop_remainder drops), so that the pipeline sees it, as a for loop would;
             # a cache() is complete only then, and later epochs read it as indices.
             next(source, None)
+
+    def _end_of_input(self, step: int, limit: int | None) -> None:
+        """The input ended after ``step`` steps of this epoch's ``limit`` (None: its length).
+
+        As Keras 3: short of the steps asked for, a warning, and the epoch ends
+        there; the next epoch reads a new pass (a one-shot input has none: fit
+        stops, ``stop_after_epoch``).
+        """
+        if self._one_shot:
+            self.exhausted = True
+        if self._steps_given is not None and step < limit:
+            self._ran_out = True
+            warn_out_of_data()
 
     def _input_state(self, it: Iterator) -> dict | None:
         """What a checkpoint saves of the input after a batch: the iterator's state and
@@ -664,6 +703,33 @@ def _set_input_state(it, state) -> None:
             "cannot restore one. Resume with the same kind of input (a phalanx Dataset)."
         )
     set_state(state)
+
+
+#: Keras 3's warning (``EpochIterator._interrupted_warning``), word for word.
+OUT_OF_DATA = (
+    "Your input ran out of data; interrupting training. Make sure that your dataset or "
+    "generator can generate at least `steps_per_epoch * epochs` batches. You may need to "
+    "use the `.repeat()` function when building your dataset."
+)
+
+
+def warn_out_of_data() -> None:
+    """Warns (``UserWarning``) that the input ended before the steps asked for, as Keras 3."""
+    warnings.warn(OUT_OF_DATA, UserWarning, stacklevel=2)
+
+
+def stop_after_epoch(model, adapter, epochs_left: int) -> None:
+    """Stops ``fit`` after this epoch when its input can give no more batches.
+
+    A one-shot input (a generator) that ran out has nothing for the epochs
+    left: ``model.stop_training`` is set and the history keeps the epochs
+    done (tf.keras's rule; Keras 3 would replay the batches it peeked at).
+    Inputs that can be read again start a new pass instead.
+    """
+    if epochs_left > 0 and getattr(adapter, "exhausted", False):
+        if not adapter._ran_out:  # else it warned already, when it ran out mid-epoch
+            warn_out_of_data()
+        model.stop_training = True
 
 
 def _known_length(iterable) -> int | None:

@@ -463,6 +463,7 @@ class Model(ModelIntrospection):
             cbs.on_epoch_begin(epoch)
             here = resume if resume is not None and epoch == resume.epoch else None
             logs = self._run_epoch("train", train, epoch, cbs, where="fit's x", resume=here)
+            _adapter.stop_after_epoch(self, train, epochs - epoch - 1)
             self._position = _checkpointing.TrainPosition(
                 epoch + 1, 0, self._position.input_state, logs
             )
