@@ -63,11 +63,12 @@ _TRANSFORMER_SPECS = {
 }
 
 
-def _compile(model):
+def _compile(model, steps_per_execution=1):
     model.compile(
         optimizer=phalanx.optimizers.Adam(1e-2, global_clipnorm=1.0),
         loss=phalanx.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["accuracy"],
+        steps_per_execution=steps_per_execution,
         seed=3,
     )
     return model
@@ -403,3 +404,37 @@ def test_an_axis_that_does_not_divide_names_the_variable(mlp_data):
         r"spec \(None, 'model'\): axis 1 has 10 elements, which do not split over the 4 devices",
     ):
         model.fit(x[:32], np.zeros((32, 10), np.float32), batch_size=GLOBAL_BATCH, verbose=0)
+
+
+def test_dataset_and_streamed_batches_with_batch_norm_equal_mirrored(mlp_data):
+    """The replicas are the "data" groups: BatchNormalization's statistics are averaged over
+    them as MirroredStrategy over as many devices does; a Dataset, batches streamed from a
+    generator (not resident), steps_per_execution=2."""
+    x, y = mlp_data
+    dataset = phalanx.data.Dataset.from_tensor_slices((x, y)).batch(GLOBAL_BATCH)
+
+    def batches():
+        return ((x[i : i + GLOBAL_BATCH], y[i : i + GLOBAL_BATCH]) for i in range(0, 128, 32))
+
+    results = []
+    for strategy in (phalanx.MirroredStrategy(jax.devices()[:4]), _strategy((4, 2))):
+        with strategy.scope():
+            model = phalanx.Sequential(
+                [
+                    layers.Input(shape=(24,)),
+                    layers.Dense(64, activation="relu", name="dense"),
+                    layers.BatchNormalization(),
+                    layers.Dense(32, activation="relu", name="dense_1"),
+                    layers.Dense(8, name="dense_2"),
+                ]
+            )
+            _compile(model, steps_per_execution=2)
+        history = model.fit(dataset, epochs=2, verbose=0).history
+        streamed = model.fit(batches(), epochs=1, verbose=0).history
+        history = {k: v + streamed[k] for k, v in history.items()}
+        out = model.predict((b[0] for b in batches()), verbose=0)
+        results.append((model, history, out))
+    (mirrored, h_mirrored, p_mirrored), (layout, h_layout, p_layout) = results
+    _assert_same(mirrored, h_mirrored, layout, h_layout)
+    np.testing.assert_allclose(p_layout, p_mirrored, atol=1e-5)
+    assert ("train", False) in layout._programs  # the streamed program ran
