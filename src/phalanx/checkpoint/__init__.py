@@ -8,11 +8,13 @@ iterator state) and the state of any data iterator, with TensorFlow's names
 numbered checkpoints in a directory (``max_to_keep``,
 ``keep_every_n_steps``, ``save_interval_steps``, ``latest_checkpoint``,
 ``restore_or_initialize``). ``PreemptionCheckpointHandler`` saves at one
-step on every process when any receives SIGTERM, and exits with
-``RESTARTABLE_EXIT_CODE``. They are built on orbax-checkpoint: each
-checkpoint is committed atomically (a process killed while writing leaves
-the previous one intact), asynchronously on request, and arrays restore onto
-any replica count. ``phalanx.callbacks.BackupAndRestore`` resumes ``fit``
+step on every process when any receives SIGTERM (or another termination
+notice: ``TerminationConfig``, Slurm's SIGUSR1, Google Compute Engine's
+metadata server), and exits with ``RESTARTABLE_EXIT_CODE``. They are built
+on orbax-checkpoint: each checkpoint is committed atomically (a process
+killed while writing leaves the previous one intact), asynchronously on
+request, and arrays restore onto any replica count (and, with the input
+positions of arrays or of a ``Dataset`` sharded by rows, any process count). ``phalanx.callbacks.BackupAndRestore`` resumes ``fit``
 with them; see docs/checkpoints.md.
 """
 
@@ -21,11 +23,15 @@ from ._manager import CheckpointManager as CheckpointManager
 from ._manager import latest_checkpoint as latest_checkpoint
 from ._preemption import RESTARTABLE_EXIT_CODE as RESTARTABLE_EXIT_CODE
 from ._preemption import PreemptionCheckpointHandler as PreemptionCheckpointHandler
+from ._termination import TerminationConfig as TerminationConfig
+from ._termination import gce_termination_watcher as gce_termination_watcher
 
 __all__ = [
     "RESTARTABLE_EXIT_CODE",
     "Checkpoint",
     "CheckpointManager",
     "PreemptionCheckpointHandler",
+    "TerminationConfig",
+    "gce_termination_watcher",
     "latest_checkpoint",
 ]
