@@ -110,24 +110,5 @@ def test_sigterm_to_one_worker_both_save_same_step_and_resume_there(tmp_path, tm
     _assert_same_weights(results[0], reference(tmp_path_factory, "numpy"))
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(300)
-def test_per_process_position_mid_epoch_is_refused_under_another_process_count(tmp_path):
-    # 2 processes each read their share of a Dataset; process 1 dies mid-epoch 2 and the
-    # job is not restarted: the backup holds the 2 shares' positions at step 18.
-    code, stdout, stderr, out = _run(
-        tmp_path, "kill", "--input", "dataset", "--save-freq", 5, "--die-at-step", 19,
-        restarts=0,
-    )  # fmt: skip
-    assert code != 0 and "process 1 was killed by SIGKILL" in stderr, stdout + stderr
-    assert [p.name for p in (out / "backup").iterdir()] == ["ckpt_3"]
-    # One process cannot take over both shares mid-epoch: a clear refusal, not a wrong resume.
-    launcher = Launcher(
-        "-n", "1", "--devices-per-process", "1", "--timeout", str(JOB_TIMEOUT_S), "--",
-        str(SCRIPTS / "backup_mlp.py"), str(out), str(out / "backup"), "--input", "dataset",
-        env=_env(),
-    )  # fmt: skip
-    code, stdout, stderr, _ = launcher.finish(timeout=JOB_TIMEOUT_S + 30)
-    assert code == 1, stdout + stderr
-    assert "saved mid-epoch by 2 processes" in stdout + stderr
-    assert "is restored by 1" in stdout + stderr
+# Another process count: tests/checkpoint/test_resume_other_process_count.py (a DATA-sharded
+# Dataset and arrays resume mid-epoch under it; FILE-sharded input is refused with the reason).

@@ -25,8 +25,13 @@ holds a process-local input state (marked ``"process"``): ``collect``
 gathers every process's state through the cluster's key-value store into
 the model's data as ``"input_states"`` (a list indexed by process), and
 ``apply`` gives each process its own back, so that every process resumes
-its share mid-epoch. A checkpoint saved mid-epoch is refused under another
-process count (the shares differ); one saved at an epoch end restores.
+its share mid-epoch. The model's data also holds the number of processes that
+saved it (``"processes"``). Under another process count, a position that is
+the whole pipeline's moves (arrays; a ``Dataset`` DATA-sharded by rows of each
+global batch, where every process is at the same position: its batch size is
+rescaled to the new shares); per-process shares (FILE sharding, element-wise
+DATA, OFF, ``distribute_datasets_from_function``) are refused mid-epoch with
+the reason, and restore at an epoch end.
 """
 
 from __future__ import annotations
@@ -102,42 +107,106 @@ def _process_local_state(data: Any) -> Any:
 
 
 def _with_input_states(name: str, data: Any) -> Any:
-    """``data`` with every process's input state (``"input_states"``) when each process
-    reads its own share of the input (see the module docstring)."""
+    """``data`` with the number of processes that saved it (``"processes"``) and, when each
+    process reads its own share of the input, every process's input state
+    (``"input_states"``; see the module docstring)."""
     from ..cluster import _kv
 
-    state = _process_local_state(data)
-    if state is None or _kv.num_processes() < 2:
+    if not isinstance(data, dict):
         return data
+    n = _kv.num_processes()
+    state = _process_local_state(data)
+    if state is None or n < 2:
+        return dict(data, processes=n)
     values = _kv.gather(
         f"checkpoint-input-{name}-{next(_gathers)}",
         json.dumps(state),
         timeout_s=GATHER_TIMEOUT_S,
         what="its input position for a checkpoint",
     )
-    return dict(data, input_states=[json.loads(v) for v in values])
+    return dict(data, processes=n, input_states=[json.loads(v) for v in values])
 
 
 def _own_input_state(data: Any) -> Any:
-    """``data`` with this process's own input state, when the checkpoint holds one per
-    process and was saved by as many processes."""
+    """``data`` with this process's own input position.
+
+    Under the process count that saved it: the process's own state. Under another
+    count, mid-epoch: the position moves when it is the whole pipeline's (arrays;
+    a ``Dataset`` DATA-sharded by rows, where every process was at the same
+    position), with the batch size of this count's shares; else a ``CheckpointError``
+    says why (``_moved_input_state``).
+    """
     from ..cluster import _kv
 
-    states = data.get("input_states") if isinstance(data, dict) else None
-    if not isinstance(states, list):
+    if not isinstance(data, dict):
         return data
+    states = data.get("input_states")
     me, n = _kv.process_id(), _kv.num_processes()
-    if len(states) != n:
-        if int(data["position"].get("step", 0)) > 0:
-            raise CheckpointError(
-                f"This checkpoint was saved mid-epoch by {len(states)} processes, each reading "
-                f"its own share of the input, and is restored by {n}: the shares differ, so "
-                "no process can resume its share mid-epoch. Restore it with "
-                f"{len(states)} processes, or back up at epoch ends "
-                "(BackupAndRestore(save_freq='epoch')) to change the process count."
-            )
+    saved_n = len(states) if isinstance(states, list) else int(data.get("processes", 1))
+    if saved_n == n:
+        if isinstance(states, list):
+            return dict(data, position=dict(data["position"], input_state=states[me]))
         return data
-    return dict(data, position=dict(data["position"], input_state=states[me]))
+    position = data.get("position")
+    if not isinstance(position, dict) or not isinstance(position.get("input_state"), dict):
+        return data  # arrays: the position is the epoch and step, whatever the process count
+    moved = _moved_input_state(position, states, saved_n, n)
+    return data if moved is None else dict(data, position=dict(position, input_state=moved))
+
+
+def _moved_input_state(position: dict, states: Any, saved_n: int, n: int) -> Any:
+    """The input state for ``n`` processes from one saved by ``saved_n``; None to keep the
+    saved position as it is (per-process shares at an epoch's start: no position is
+    restored then); a ``CheckpointError`` for per-process shares mid-epoch."""
+    from ..data._iterator import share_why
+
+    states = states if isinstance(states, list) else [position["input_state"]]
+    mid_epoch = int(position.get("step", 0)) > 0
+    shards = [
+        (s.get("iterator") or {}).get("shard") if isinstance(s, dict) else None for s in states
+    ]
+    local = [sh for sh in shards if isinstance(sh, dict) and not sh.get("global")]
+    if local and not mid_epoch:
+        return None
+    if local:
+        raise CheckpointError(
+            f"This checkpoint was saved mid-epoch by {saved_n} processes, each reading its own "
+            f"share of the input ({share_why(local[0])}), and is restored by {n}: the shares "
+            f"differ, so no process can resume its share mid-epoch. Restore it with {saved_n} "
+            "processes, or back up at epoch ends (BackupAndRestore(save_freq='epoch')), or "
+            "end the pipeline with batch(global_batch) under AutoShardPolicy.DATA (each "
+            "process takes rows of every global batch, a position any process count can resume)."
+        )
+    iterators = [_without_shard(s.get("iterator")) for s in states]
+    if any(i != iterators[0] for i in iterators):
+        raise CheckpointError(
+            f"This checkpoint holds {saved_n} different input positions (one per process) and "
+            f"is restored by {n} processes: they should be one position (DATA sharding by "
+            "rows), so the checkpoint is damaged. Restore it with "
+            f"{saved_n} processes."
+        )
+    state = {k: v for k, v in states[0].items() if k != "process"}
+    size = state.get("batch_size")
+    if isinstance(size, int) and "process" in states[0]:
+        size *= saved_n  # the global batch
+    if isinstance(size, int) and n > 1 and _is_dataset_state(state):
+        size //= n  # each process's rows of it (a Dataset is auto-sharded under n processes)
+    return dict(state, batch_size=size)
+
+
+def _without_shard(iterator: Any) -> Any:
+    """An iterator state without its ``"shard"`` (which names the process's pipeline)."""
+    if not isinstance(iterator, dict):
+        return iterator
+    return {k: v for k, v in iterator.items() if k != "shard"}
+
+
+def _is_dataset_state(state: dict) -> bool:
+    """Whether the input state is a ``phalanx.data`` iterator's (a ``Dataset`` given to fit)."""
+    from ..data._iterator import STATE_FORMAT
+
+    iterator = state.get("iterator")
+    return isinstance(iterator, dict) and iterator.get("format") == STATE_FORMAT
 
 
 def manifest_of(entry: dict) -> dict[str, dict]:

@@ -325,13 +325,17 @@ class Iterator:
             NotCheckpointableError: A node of the pipeline cannot save its position
                 (the message says which and why).
         """
-        return {
+        state = {
             "format": STATE_FORMAT,
             "pipeline": self._dataset._signature(),
             "root_seed": self._root_seed,
             "iteration": self._iteration,
             "node": self._node.get_state(),
         }
+        shard = self._dataset.__dict__.get("_input_shard")
+        if shard is not None:  # one of several input pipelines (distribute/_input.py)
+            state["shard"] = dict(shard)
+        return state
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Resume at a position saved by ``get_state`` (of this or an identically built dataset).
@@ -344,6 +348,7 @@ class Iterator:
                 f"set_state expected a dict made by Iterator.get_state() with format {STATE_FORMAT!r}; "
                 f"got {type(state).__name__} {str(state)[:80]}."
             )
+        check_shard(state.get("shard"), self._dataset.__dict__.get("_input_shard"))
         mine = self._dataset._signature()
         if state.get("pipeline") != mine:
             raise IteratorStateError(
@@ -379,6 +384,58 @@ class Iterator:
             self._node.close()
         except Exception:
             pass
+
+
+_SHARE_WHY = {
+    "FILE": "FILE sharding: each process reads its own files",
+    "OFF": (
+        "auto-shard policy OFF: every process reads every element, so a global batch is "
+        "the processes' batches together and changes with their number"
+    ),
+    "DATA": (
+        "DATA sharding of elements (the pipeline does not end with batch): each process "
+        "takes every n-th element, so a global batch changes with the number of processes"
+    ),
+    "FUNCTION": (
+        "distribute_datasets_from_function: each process's dataset is its own, and phalanx "
+        "cannot map its position onto other processes' datasets"
+    ),
+}
+
+
+def share_why(shard: dict) -> str:
+    """Why a pipeline's position is its own share's (for messages)."""
+    return _SHARE_WHY.get(shard.get("policy"), f"auto-shard policy {shard.get('policy')}")
+
+
+def check_shard(saved: Any, mine: Any) -> None:
+    """Refuses a position saved by one of ``n`` input pipelines restored into one of ``m != n``,
+    unless both positions are the whole pipeline's.
+
+    ``saved``/``mine`` are the ``"shard"`` of a state and of this pipeline (None: the
+    only pipeline, which reads everything). DATA sharding that splits each global batch
+    by rows leaves every pipeline at the whole pipeline's position (``"global"``), so
+    its position moves to any number of pipelines; the others are per-pipeline shares.
+    """
+    n = saved.get("pipelines", 1) if isinstance(saved, dict) else 1
+    m = mine.get("pipelines", 1) if isinstance(mine, dict) else 1
+    if n == m:
+        return
+    for shard, who in ((saved, "saved"), (mine, "restoring")):
+        if isinstance(shard, dict) and not shard.get("global"):
+            raise IteratorStateError(
+                f"set_state: this position was saved with {_pipelines(n)} and is restored "
+                f"with {m}, but the {who} pipelines each read their own share "
+                f"({share_why(shard)}), so no position maps onto the other count. Restore it "
+                f"with {_pipelines(n)}, or resume from a checkpoint saved at an epoch "
+                "end; to move mid-epoch between process counts, end the "
+                "pipeline with batch(global_batch) under AutoShardPolicy.DATA (each process "
+                "takes rows of every global batch) or pass arrays to fit."
+            )
+
+
+def _pipelines(n: int) -> str:
+    return "1 input pipeline (process)" if n == 1 else f"{n} input pipelines (processes)"
 
 
 def _strings_as_bytes(element: Any) -> Any:

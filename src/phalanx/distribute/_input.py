@@ -524,7 +524,8 @@ def distribute_dataset(
                 "processes, which would then take different numbers of steps. Batch the "
                 "dataset with drop_remainder=True (or use distribute_datasets_from_function)."
             )
-        local, _, reason = auto_shard(dataset, processes, strategy._process_id)
+        local, used, reason = auto_shard(dataset, processes, strategy._process_id)
+        local = _with_shard(local, dataset, used.name, processes, strategy._process_id)
         if hasattr(local, "_set_root_seed"):
             # Processes taking rows of one global order must agree on its unseeded shuffles.
             local._set_root_seed(_shared_seed())
@@ -535,6 +536,33 @@ def distribute_dataset(
             reason,  # starts with the policy used: FILE, DATA or OFF
         )
     return DistributedDataset(strategy, local, options, per_process_batch=per_process)
+
+
+def _with_shard(local: Any, given: Any, policy: str, pipelines: int, pipeline: int) -> Any:
+    """``local`` marked with how it shares the input (``Iterator.get_state`` saves it as
+    ``"shard"``): pipeline ``pipeline`` of ``pipelines``, by ``policy``, and whether its
+    position is the whole pipeline's (``"global"``: DATA sharding that splits each global
+    batch by rows, where every pipeline is at the same position; a checkpoint's position
+    then moves to another process count). A copy when ``local`` is the dataset given."""
+    if not isinstance(local, Dataset):
+        return local
+    if local is given:
+        local = local._with_inputs(local._inputs())
+    rows = policy == "DATA" and _splits_rows(local)
+    local._input_shard = {
+        "policy": "DATA_ROWS" if rows else policy,
+        "pipelines": pipelines,
+        "pipeline": pipeline,
+        "global": bool(rows),
+    }
+    return local
+
+
+def _splits_rows(dataset: Any) -> bool:
+    """Whether DATA sharding split the pipeline's final batch by rows (a ``_split`` batch)."""
+    if getattr(dataset, "_split", None) is not None:
+        return True
+    return any(_splits_rows(d) for d in dataset._inputs())
 
 
 def _shared_seed() -> int:
@@ -564,10 +592,14 @@ def distribute_datasets_from_function(
             f"dataset_fn must return a Dataset (or an iterable of batches), got "
             f"{type(dataset).__name__}."
         )
+    given = dataset
     k = strategy._local_replicas
     if k > 1:  # each local replica takes one per-replica batch per step
         if isinstance(dataset, Dataset):
             dataset = _ReplicaBatches(dataset, k)
         else:
             dataset = _ReplicaBatchesIterable(dataset, k)
+    if ctx.num_input_pipelines > 1:  # each process's own dataset: its position is its own
+        pipelines, pipeline = ctx.num_input_pipelines, ctx.input_pipeline_id
+        dataset = _with_shard(dataset, given, "FUNCTION", pipelines, pipeline)
     return DistributedDataset(strategy, dataset, options, per_process_batch=None)
