@@ -438,3 +438,45 @@ def test_dataset_and_streamed_batches_with_batch_norm_equal_mirrored(mlp_data):
     _assert_same(mirrored, h_mirrored, layout, h_layout)
     np.testing.assert_allclose(p_layout, p_mirrored, atol=1e-5)
     assert ("train", False) in layout._programs  # the streamed program ran
+
+
+def _gathered_shapes(model, x, y):
+    """The result shapes of the all-gathers in ``fit``'s compiled training step."""
+    import re
+
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    strategy = model.distribute_strategy
+    stacked = NamedSharding(strategy.mesh, P(None, "replica"))
+    ones = np.ones(GLOBAL_BATCH, np.float32)
+    xs = tuple(
+        jax.ShapeDtypeStruct((1, GLOBAL_BATCH, *a.shape[1:]), a.dtype, sharding=stacked)
+        for a in (x[:GLOBAL_BATCH], y[:GLOBAL_BATCH], ones, ones)
+    )
+    steps = jax.device_put(np.int32(1), strategy.replicated_sharding)
+    text = model._program("train", False).lower(model._state, None, xs, steps).compile().as_text()
+    shapes = set()
+    for line in text.splitlines():
+        if " all-gather(" in line or " all-gather-start(" in line:
+            result = line.split("=", 1)[1].split("all-gather")[0]
+            shapes |= {
+                tuple(int(d) for d in s.split(",")) for s in re.findall(r"\[([\d,]+)\]", result)
+            }
+    return shapes
+
+
+def test_xla_computes_with_the_pieces_not_gathered_kernels(mlp_data):
+    """The model axis splits the matmuls: no kernel is gathered whole (activations are,
+    between two column-split layers). A spec over "data" too is gathered over the replicas
+    for the step, which the same check sees."""
+    x, y = mlp_data
+    model = _mlp(_strategy((2, 4)))
+    model.fit(x[:32], y[:32], batch_size=GLOBAL_BATCH, verbose=0)
+    gathered = _gathered_shapes(model, x, y)
+    kernels = {(24, 64), (64, 32), (32, 8), (24, 16), (64, 8), (8, 8)}  # whole, or one piece
+    assert not gathered & kernels, gathered
+    specs = dict(_MLP_SPECS, **{"dense(_1)?/kernel": ("data", "model")})
+    zero3 = _mlp(_strategy((2, 4), specs))
+    zero3.fit(x[:32], y[:32], batch_size=GLOBAL_BATCH, verbose=0)
+    assert (24, 16) in _gathered_shapes(zero3, x, y)  # dense/kernel: (12, 16) pieces gathered
