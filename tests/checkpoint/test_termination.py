@@ -263,3 +263,25 @@ def test_slurm_usr1_saves_exits_and_resumes_bit_identical(tmp_path):
     resumed = _run(out, "--backup", backup)
     assert "BackupAndRestore: resuming from" in resumed.stdout
     _same_weights(ref, out)
+
+
+@pytest.mark.slow
+def test_custom_watcher_through_backup_and_restore_resumes_bit_identical(tmp_path):
+    ref = tmp_path / "ref.npz"
+    _run(ref, "--backup", tmp_path / "ref_backup")
+    out, backup, notice = tmp_path / "out.npz", tmp_path / "backup", tmp_path / "notice"
+    flags = ["--backup", backup, "--sleep-ms", 100, "--watch-file", notice]
+    stopped = _run(out, *flags, "--touch-at-step", 10, expect=42)
+    assert notice.exists() and "received a termination notice" in stopped.stderr
+    resumed = _run(out, "--backup", backup)
+    assert "BackupAndRestore: resuming from" in resumed.stdout
+    _same_weights(ref, out)
+
+
+def test_backup_and_restore_refuses_a_bad_termination_config(tmp_path):
+    with pytest.raises(CheckpointError, match=r"termination_config=...\) must be a phalanx"):
+        phalanx.callbacks.BackupAndRestore(tmp_path, termination_config=lambda: True)
+    backup = phalanx.callbacks.BackupAndRestore(
+        tmp_path, termination_config=TerminationConfig(grace_period=5)
+    )
+    assert backup.save_before_preemption

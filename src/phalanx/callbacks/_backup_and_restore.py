@@ -37,14 +37,19 @@ class BackupAndRestore(Callback):
       delete_checkpoint: delete the backup when ``fit`` ends normally.
       async_save: write the backup in background threads (``fit`` waits only
         for the copy off the devices, and for the previous write).
-      save_before_preemption: on SIGTERM to any process, every process backs up
-        after the execution in progress and exits with status 42
-        (``phalanx.checkpoint.RESTARTABLE_EXIT_CODE``); the script started
+      save_before_preemption: on a termination notice to any process (SIGTERM;
+        SIGUSR1 under Slurm; Google Compute Engine's metadata server), every
+        process backs up after the execution in progress and exits with status
+        42 (``phalanx.checkpoint.RESTARTABLE_EXIT_CODE``); the script started
         again resumes there (TensorFlow's argument of the same name).
+      termination_config: a ``phalanx.checkpoint.TerminationConfig`` (a custom
+        termination watcher, grace period, exit or save function) for the
+        save before preemption; implies ``save_before_preemption=True``.
 
     Raises:
-      ValueError: ``backup_dir`` is empty or not a path, or ``save_freq`` is
-        neither ``"epoch"`` nor a positive int.
+      ValueError: ``backup_dir`` is empty or not a path, ``save_freq`` is
+        neither ``"epoch"`` nor a positive int, or ``termination_config`` is
+        not a ``TerminationConfig`` (a ``CheckpointError``).
 
     Example:
       >>> import numpy as np, phalanx, tempfile
@@ -71,6 +76,7 @@ class BackupAndRestore(Callback):
         *,
         async_save: bool = False,
         save_before_preemption: bool = False,
+        termination_config: Any = None,
     ) -> None:
         super().__init__()
         if isinstance(backup_dir, bytes) or not isinstance(backup_dir, str | os.PathLike):
@@ -94,7 +100,15 @@ class BackupAndRestore(Callback):
         self.save_freq = save_freq
         self.delete_checkpoint = bool(delete_checkpoint)
         self.async_save = bool(async_save)
-        self.save_before_preemption = bool(save_before_preemption)
+        from ..checkpoint import TerminationConfig
+
+        if termination_config is not None and not isinstance(termination_config, TerminationConfig):
+            raise CheckpointError(
+                "BackupAndRestore(termination_config=...) must be a "
+                f"phalanx.checkpoint.TerminationConfig, got {type(termination_config).__name__}."
+            )
+        self.termination_config = termination_config
+        self.save_before_preemption = bool(save_before_preemption) or termination_config is not None
         self._manager: Any = None
         self._preemption: Any = None
         self._steps = 0  # training steps done (the model's step), counted on the host
@@ -124,7 +138,9 @@ class BackupAndRestore(Callback):
         if self.save_before_preemption:
             from ..checkpoint import PreemptionCheckpointHandler
 
-            self._preemption = PreemptionCheckpointHandler(self._manager)
+            self._preemption = PreemptionCheckpointHandler(
+                self._manager, termination_config=self.termination_config
+            )
 
     def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
         """Marks where the epoch's steps start in the step count."""

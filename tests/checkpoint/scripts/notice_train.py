@@ -2,6 +2,7 @@
 termination notice other than SIGTERM; the tests relaunch it.
 
     python notice_train.py OUT.npz --backup DIR [--sleep-ms T] [--signal-at-step S --signal SIG]
+        [--watch-file PATH --touch-at-step S]
 
 Trains 3 epochs (13 steps each) of a small MLP with dropout and Adam on a
 shuffled ``Dataset`` (``steps_per_execution=2``) and writes the final weights
@@ -10,7 +11,9 @@ time, so that a notice polled every second lands mid-fit). ``--signal-at-step
 S --signal SIG``: the process sends itself SIG when the execution holding step
 S begins (Slurm's ``--signal=USR1@N`` does that from outside). A notice from
 the GCE metadata server comes through ``GCE_METADATA_HOST`` (the test's fake
-server). After a save on a notice the script exits with status 42; run again,
+server). ``--watch-file PATH``: ``BackupAndRestore(termination_config=
+TerminationConfig(termination_watcher_fn=...))`` with a watcher that is True
+once PATH exists; ``--touch-at-step S`` creates it when step S begins. After a save on a notice the script exits with status 42; run again,
 it resumes from the backup.
 """
 
@@ -35,6 +38,8 @@ parser.add_argument("--backup", required=True)
 parser.add_argument("--sleep-ms", type=float, default=0.0)
 parser.add_argument("--signal-at-step", type=int, default=None)
 parser.add_argument("--signal", default="SIGUSR1")
+parser.add_argument("--watch-file", default=None)
+parser.add_argument("--touch-at-step", type=int, default=None)
 args = parser.parse_args()
 
 N, FEATURES, CLASSES, BATCH = 208, 12, 5, 16
@@ -50,6 +55,12 @@ class SignalAtStep(phalanx.callbacks.Callback):
         done = self.model.optimizer.iterations
         if done <= args.signal_at_step < done + self.model.steps_per_execution:
             os.kill(os.getpid(), signal.Signals[args.signal])
+
+
+class TouchAtStep(phalanx.callbacks.Callback):
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.model.optimizer.iterations >= args.touch_at_step:
+            open(args.watch_file, "a").close()
 
 
 rng = np.random.default_rng(7)
@@ -68,9 +79,19 @@ model = phalanx.Sequential(
 model.compile(
     optimizer="adam", loss="sparse_categorical_crossentropy", steps_per_execution=2, seed=3
 )
+config = None
+if args.watch_file:
+    watch_file = args.watch_file
+    config = phalanx.checkpoint.TerminationConfig(
+        termination_watcher_fn=lambda: os.path.exists(watch_file)
+    )
 callbacks = [
-    phalanx.callbacks.BackupAndRestore(args.backup, save_freq=4, save_before_preemption=True)
+    phalanx.callbacks.BackupAndRestore(
+        args.backup, save_freq=4, save_before_preemption=True, termination_config=config
+    )
 ]
+if args.touch_at_step is not None:
+    callbacks.append(TouchAtStep())
 if args.sleep_ms:
     callbacks.append(Slow())
 if args.signal_at_step is not None:
