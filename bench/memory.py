@@ -13,17 +13,27 @@ training program under ``MirroredStrategy()`` and under
   and the batch, per device), ``temp`` (activations, gradients, gathered
   parameters, per device);
 * ``ratio``: sharded / replicated state bytes, against the target ``1/N``;
-* the median time of a training step in ``fit`` (one ``fit`` of 8
+* the median time of a training step in ``fit`` (one ``fit`` of 2
   executions of ``steps_per_execution=4`` steps, timed ``--runs`` times,
   replicated and sharded alternating), and the cost of sharding
   (sharded / replicated).
 
-Usage: python bench/memory.py [--devices 8] [--runs 5] [--quick]
+Then, for a per-device memory budget (``--budget-mib``, default 64 MiB), the
+largest small transformer of a ladder (embedding, ``MultiHeadAttention``,
+feed-forward ``Dense``, ``LayerNormalization``; a functional model) whose
+training step fits the budget, replicated and sharded. "Fits" reads XLA's
+memory analysis of the compiled step (compiled only, nothing runs):
+``peak = args + outputs - aliased + temp`` bytes per device, the most the
+program holds at once on one device. The largest transformer that fits
+sharded is then trained both ways and timed.
+
+Usage: python bench/memory.py [--devices 8] [--runs 3] [--budget-mib 64] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -38,7 +48,7 @@ def _setup(devices: int) -> None:
 
 BATCH = 64
 SPE = 4
-EXECUTIONS = 8  # per timed fit: 32 steps
+EXECUTIONS = 2  # per timed fit: 8 steps
 
 
 def mlp(width: int, depth: int):
@@ -146,6 +156,79 @@ def build(make, sharded: bool, devices: int) -> dict:
     }
 
 
+def compiled_only(make, sharded: bool, devices: int) -> dict:
+    """Per-device bytes of one model's training step, compiled but never run."""
+    import jax
+
+    import phalanx
+
+    strategy = phalanx.MirroredStrategy(jax.devices()[:devices], shard_parameters=sharded)
+    with strategy.scope():
+        model, data = make()
+        model.compile(
+            optimizer="adam",
+            loss=phalanx.losses.SparseCategoricalCrossentropy(from_logits=True),
+            steps_per_execution=SPE,
+        )
+    model._init_state()  # the training state, placed as fit places it (no step runs)
+    x, y = _arrays(data, BATCH)
+    a = _analysis(model, x, y)
+    per_device, _ = _state_bytes(model)
+    peak = (
+        a.argument_size_in_bytes
+        + a.output_size_in_bytes
+        - a.alias_size_in_bytes
+        + a.temp_size_in_bytes
+    )
+    return {"params": model.count_params(), "state": per_device, "peak": peak}
+
+
+#: The transformers the budget search climbs, smallest first: (d_model, blocks).
+LADDER = ((128, 2), (256, 2), (256, 4), (384, 4), (512, 4), (512, 6), (768, 6))
+
+
+def budget_search(devices: int, budget: int, runs: int, measured: dict) -> None:
+    """Prints the largest transformer of ``LADDER`` whose step fits ``budget`` bytes per
+    device, replicated and sharded, then trains the sharded one's model both ways
+    (``measured``: step times already taken, by model name, are reused)."""
+    print(
+        f"\nPer-device budget {_mb(budget)} MiB; peak = XLA's args + outputs - aliased + temp "
+        "of the compiled training step (compiled only)"
+    )
+    print("| transformer | params | replicated peak MiB | sharded peak MiB | fits |")
+    print("|---|---|---|---|---|")
+    largest: dict = {}
+    for d, blocks in LADDER:
+        name = f"d={d} x{blocks}"
+        make = functools.partial(transformer, d, blocks)
+        rep = compiled_only(make, False, devices)
+        sh = compiled_only(make, True, devices)
+        fits = [label for label, r in (("replicated", rep), ("sharded", sh)) if r["peak"] <= budget]
+        for label in fits:
+            largest[label] = (name, make, rep if label == "replicated" else sh)
+        print(
+            f"| {name} | {rep['params']:,} | {_mb(rep['peak'])} | {_mb(sh['peak'])} "
+            f"| {', '.join(fits) or 'neither'} |",
+            flush=True,
+        )
+        if not fits:
+            break  # the ladder only grows from here
+    for label in ("replicated", "sharded"):
+        name, _, r = largest.get(label, ("none", None, None))
+        params = f"{r['params']:,} parameters" if r else "-"
+        print(f"largest that fits {label}: transformer {name} ({params})")
+    if "sharded" not in largest:
+        return
+    name, make, _ = largest["sharded"]
+    rep, sh = measured.get(f"transformer {name}") or measure(make, devices, runs)
+    cost = sh["step_s"] / rep["step_s"]
+    print(
+        f"transformer {name} trained: replicated {rep['step_s']:.4f} s/step, sharded "
+        f"{sh['step_s']:.4f} s/step (median of {runs}); sharding costs {cost:.2f}x",
+        flush=True,
+    )
+
+
 def measure(make, devices: int, runs: int) -> tuple[dict, dict]:
     """Replicated and sharded figures; step times from alternating rounds (medians)."""
     rep, sh = build(make, False, devices), build(make, True, devices)
@@ -164,8 +247,10 @@ def _mb(n: int) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--devices", type=int, default=8)
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--budget-mib", type=float, default=64.0, help="per-device budget")
     parser.add_argument("--quick", action="store_true", help="the two smallest models only")
+    parser.add_argument("--budget-only", action="store_true", help="the budget search only")
     args = parser.parse_args(argv)
     _setup(args.devices)
     import jax
@@ -179,10 +264,11 @@ def main(argv=None) -> int:
         ("MLP 784-2048x4-16", lambda: mlp(2048, 4)),
         ("transformer d=256 x4", lambda: transformer(256, 4)),
         ("MLP 784-4096x3-16", lambda: mlp(4096, 3)),
-        ("transformer d=512 x6", lambda: transformer(512, 6)),
     ]
     if args.quick:
         models = models[:2]
+    if args.budget_only:
+        models = []
     n = args.devices
     print(
         f"{n} simulated CPU devices, Adam, global batch {BATCH}, steps_per_execution {SPE}; "
@@ -194,8 +280,9 @@ def main(argv=None) -> int:
     )
     print(header)
     print("|---|---|---|---|---|---|---|---|---|")
+    measured = {}
     for name, make in models:
-        rep, sh = measure(make, n, args.runs)
+        rep, sh = measured[name] = measure(make, n, args.runs)
         for label, r in (("replicated", rep), ("sharded", sh)):
             ratio = r["state"] / rep["state"]
             cost = r["step_s"] / rep["step_s"]
@@ -204,6 +291,8 @@ def main(argv=None) -> int:
                 f"| {_mb(r['temp'])} | {ratio:.3f} | {r['step_s']:.4f} | {cost:.2f}x |",
                 flush=True,
             )
+    if not args.quick:
+        budget_search(n, int(args.budget_mib * 2**20), args.runs, measured)
     return 0
 
 
