@@ -47,9 +47,10 @@ class DeviceMesh:
     Args:
       shape: the grid's shape, e.g. ``(4, 2)``; its product is the number of devices.
       axis_names: one name per axis, e.g. ``("data", "model")``.
-      devices: the devices in row-major order; None for every device JAX sees
-        (``jax.devices()``, all processes; ``PHALANX_CPU_DEVICES=N`` simulates N
-        CPU devices, as for ``MirroredStrategy``).
+      devices: the devices in row-major order; None for every device of every
+        process (``jax.devices()``, after ``phalanx.cluster.initialize()`` connects
+        the cluster the environment describes, as ``MultiWorkerMirroredStrategy``
+        does; ``PHALANX_CPU_DEVICES=N`` simulates N CPU devices).
 
     Raises:
       LayoutError: an empty or non-positive shape, names that are not one unique
@@ -74,12 +75,11 @@ class DeviceMesh:
                 f"DeviceMesh needs one axis name per axis: shape {shape} has {len(shape)} axes, "
                 f"axis_names {names} has {len(names)}."
             )
-        if devices is None:
-            from ..cluster import cpu_device_count_from_env, set_cpu_device_count
+        if devices is None:  # as MultiWorkerMirroredStrategy: every process's devices
+            from ..cluster import initialize
 
-            simulated = cpu_device_count_from_env()  # as MirroredStrategy: N simulated CPUs
-            if simulated is not None:
-                set_cpu_device_count(simulated)
+            initialize()  # connects the cluster the environment describes; else only applies
+            # PHALANX_CPU_DEVICES (N simulated CPU devices); at once when already done
         devices = list(jax.devices() if devices is None else devices)
         if math.prod(shape) != len(devices):
             raise LayoutError(
