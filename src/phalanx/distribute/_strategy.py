@@ -345,8 +345,10 @@ class Strategy:
 
         Without ``shard_parameters`` this is ``replicate``. With it, each leaf is
         split over the replicas by ``variable_sharding`` (small or indivisible
-        leaves stay whole). ``run`` gives ``fn`` the whole value of either, so a
-        custom loop reads the same on every strategy; phalanx only.
+        leaves stay whole). A ``ModelParallelStrategy`` places each leaf by its
+        path and the layout map (``phalanx.distribute._layout``). ``run`` gives
+        ``fn`` the whole value of any of them, so a custom loop reads the same on
+        every strategy; phalanx only.
 
         Args:
           tree: a pytree of arrays (numpy or ``jax.Array``), the same on every process.
