@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import KerasFileError
+from . import _keras_compile
 from . import layers as _layers
 from ._layer import Layer, snake_case
 
@@ -349,15 +350,24 @@ def _sequential(config: dict, name: str) -> Any:
     return Sequential([_make_layer(entry) for entry in config["layers"]], name=name)
 
 
-def load_model(path: Any) -> Any:
+def load_model(
+    path: Any, custom_objects: Any = None, compile: bool = True, safe_mode: bool = True
+) -> Any:
     """Reads a Keras 3 ``.keras`` file into a phalanx model, running no code from it.
 
     Args:
       path: the ``.keras`` file (a zip of ``config.json`` and ``model.weights.h5``).
+      custom_objects: Keras's argument; phalanx runs no code from a file, so it
+        must be None or empty.
+      compile: compile the model with the file's ``compile_config`` (its optimizer,
+        loss, metrics), as Keras; the optimizer's state is not read (it starts
+        afresh). A configuration phalanx cannot rebuild warns and loads the
+        model uncompiled.
+      safe_mode: Keras's argument; phalanx is always safe (no ``Lambda`` code).
 
     Returns:
       A ``phalanx.Sequential`` or functional ``phalanx.Model`` with the file's
-      weights (not compiled: the file's optimizer state is not read).
+      weights, compiled when ``compile`` and the file says how.
 
     Raises:
       FileNotFoundError: no such file.
@@ -365,6 +375,11 @@ def load_model(path: Any) -> Any:
         ``Lambda``, a custom class), or a Keras argument phalanx does not implement.
     """
     path = os.fspath(path)
+    if custom_objects:
+        raise KerasFileError(
+            f"load_model({path!r}, custom_objects=...): phalanx runs no code from a file and "
+            "has no custom objects; build the model in Python and load_weights its weights."
+        )
     if not os.path.exists(path):
         raise FileNotFoundError(f"No model file at {path!r}.")
     try:
@@ -392,6 +407,8 @@ def load_model(path: Any) -> Any:
     if not model.built:
         raise KerasFileError(f"{path!r}: the Sequential model has no Input; cannot build it.")
     _load_h5(model, weights, f"{path}:model.weights.h5")
+    if compile and config.get("compile_config"):
+        _keras_compile.compile_from_config(model, config["compile_config"], path)
     return model
 
 
@@ -576,6 +593,7 @@ def save_model(model: Any, path: Any) -> None:
 
     _refuse_nested(model)
     config = model_config(model)
+    config["compile_config"] = _keras_compile.compile_config(model)
     if jax.process_index() != 0:
         return
     path = os.fspath(path)

@@ -110,6 +110,7 @@ class Model(ModelIntrospection):
         self.name = name or type(self).__name__.lower()
         self._strategy: Strategy = get_strategy()
         self._config: CompileConfig | None = None
+        self._predict_only = False  # compiled by predict() for itself, not by the user
         self._state: _step.TrainState | None = None
         self._graphdefs: tuple | None = None
         self._programs: dict = {}
@@ -229,6 +230,14 @@ class Model(ModelIntrospection):
                 "Debug a step eagerly with model(x) or jax.disable_jit()."
             )
         self._adopt_current_strategy()
+        self._predict_only = False
+        self._compile_args = {  # as given, for the .keras file's compile_config
+            "optimizer": optimizer,
+            "loss": loss,
+            "metrics": metrics,
+            "loss_weights": loss_weights,
+            "steps_per_execution": steps_per_execution,
+        }
         self._config = resolve_compile(
             optimizer, loss, metrics, steps_per_execution, seed, loss_weights=loss_weights
         )
@@ -287,8 +296,9 @@ class Model(ModelIntrospection):
         """
         return list(self._config.metrics) if self._config is not None else []
 
-    def _require_compiled(self, what: str) -> CompileConfig:
-        if self._config is None:
+    def _require_compiled(self, what: str, *, by_user: bool = False) -> CompileConfig:
+        # by_user: fit/evaluate need the user's compile, not the one predict() made itself.
+        if self._config is None or (by_user and self._predict_only):
             raise RuntimeError(
                 f"You must call compile() before {what}(): e.g. "
                 "model.compile(optimizer='adam', loss='sparse_categorical_crossentropy')."
@@ -419,7 +429,7 @@ class Model(ModelIntrospection):
           BatchNotDivisibleError: the global batch does not split over the replicas.
           RuntimeError: ``compile`` was not called.
         """
-        self._require_compiled("fit")
+        self._require_compiled("fit", by_user=True)
         _check_not_a_function(x, "fit")
         _check_not_a_function(validation_data, "fit", "validation_data=")
         check_inputs(x, y, sample_weight, where="fit", validation_data=validation_data)
@@ -640,7 +650,7 @@ class Model(ModelIntrospection):
         Every example counts exactly once: a short last batch is padded and
         masked, so the result equals one device's over the same examples.
         """
-        self._require_compiled("evaluate")
+        self._require_compiled("evaluate", by_user=True)
         _check_not_a_function(x, "evaluate")
         check_inputs(x, y, sample_weight, where="evaluate")
         adapter = self._adapter(
@@ -678,8 +688,9 @@ class Model(ModelIntrospection):
         callbacks: Sequence[Any] | None = None,
     ) -> Any:
         """Returns the model's outputs for every input example, in order (numpy)."""
-        if self._config is None:
+        if self._config is None:  # Keras predicts with an uncompiled model
             self.compile(optimizer="sgd", loss=None)
+            self._predict_only = True
         _check_not_a_function(x, "predict")
         check_inputs(x, where="predict")
         adapter = self._adapter(
@@ -712,14 +723,14 @@ class Model(ModelIntrospection):
 
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
         """Runs one training step on one global batch; returns its loss and metrics."""
-        self._require_compiled("train_on_batch")
+        self._require_compiled("train_on_batch", by_user=True)
         adapter = self._one_batch_adapter(x, y, sample_weight, class_weight)
         logs = self._run_epoch("train", adapter, 0, None, where="train_on_batch's x")
         return _format_logs(logs, return_dict)
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
         """Returns the loss and metrics of one batch, without training."""
-        self._require_compiled("test_on_batch")
+        self._require_compiled("test_on_batch", by_user=True)
         adapter = self._one_batch_adapter(x, y, sample_weight, None)
         logs = self._evaluate_adapter(adapter, None, where="test_on_batch's x")
         return _format_logs(logs, return_dict)
