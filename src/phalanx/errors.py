@@ -315,8 +315,9 @@ class CompileArgumentError(PhalanxError, ValueError, TypeError):
     """``compile`` got an argument it cannot use (``steps_per_execution=0``, ``metrics="mae"``)."""
 
 
-class UnknownNameError(CompileArgumentError):
-    """An optimizer, loss or metric name that phalanx does not know (``compile(loss="msee")``)."""
+class UnknownNameError(PhalanxError, ValueError):
+    """A name that phalanx does not know: an optimizer, loss, metric (``compile(loss="msee")``),
+    activation or initializer (``Dense(8, activation="relux")``)."""
 
     @classmethod
     def of(cls, kind: str, given: str, known, *, hint: str):
@@ -331,7 +332,7 @@ class UnknownNameError(CompileArgumentError):
         by_lower: dict[str, str] = {}
         for name in known:  # one spelling per name ('huber' and 'Huber' are one)
             by_lower.setdefault(name.lower(), name)
-        close = difflib.get_close_matches(given.lower(), list(by_lower), n=1, cutoff=0.6)
+        close = difflib.get_close_matches(given.lower(), list(by_lower), n=1, cutoff=0.75)
         guess = f" Did you mean {by_lower[close[0]]!r}?" if close else ""
         names = sorted(by_lower.values(), key=str.lower)
         return cls(f"Unknown {kind} {given!r}.{guess} The known {kind} names are {names}. {hint}")

@@ -5,7 +5,7 @@ import pytest
 from catalog import Case, run
 
 from phalanx import layers
-from phalanx.errors import LayerArgumentError
+from phalanx.errors import LayerArgumentError, UnknownNameError
 
 CASES = [
     # convolutions and pooling (the shared Conv base)
@@ -75,6 +75,121 @@ CASES = [
         LayerArgumentError,
         r"AveragePooling2D padding must be 'valid' or 'same', got 'full'",
     ),
+    # other layers
+    Case(
+        "Dense units 0",
+        lambda: layers.Dense(0),
+        LayerArgumentError,
+        r"Dense units must be a positive int, got 0 \(int\); e.g. Dense\(128\)",
+    ),
+    Case(
+        "Dense misspelt activation",
+        lambda: layers.Dense(8, activation="relux"),
+        UnknownNameError,
+        r"Unknown activation 'relux'. Did you mean 'relu'\? The known activation names are",
+    ),
+    Case(
+        "Dense unknown initializer",
+        lambda: layers.Dense(8, kernel_initializer="nonesuch"),
+        UnknownNameError,
+        r"Unknown initializer 'nonesuch'. The known initializer names are \['glorot_normal'",
+    ),
+    Case(
+        "Conv2D unknown activation",
+        lambda: layers.Conv2D(8, 3, activation="nonesuch"),
+        UnknownNameError,
+        r"Unknown activation 'nonesuch'",
+    ),
+    Case(
+        "Activation an int",
+        lambda: layers.Activation(3),
+        LayerArgumentError,
+        r"Cannot use int 3 as an activation",
+    ),
+    Case(
+        "Dropout rate 1.5",
+        lambda: layers.Dropout(1.5),
+        LayerArgumentError,
+        r"Dropout rate must be a fraction in \[0, 1\], got 1.5 \(float\)",
+    ),
+    Case(
+        "Dropout rate negative",
+        lambda: layers.Dropout(-0.1),
+        LayerArgumentError,
+        r"Dropout rate .*got -0.1",
+    ),
+    Case(
+        "Dropout rate a word",
+        lambda: layers.Dropout("half"),
+        LayerArgumentError,
+        r"Dropout rate .*got 'half' \(str\)",
+    ),
+    Case(
+        "SpatialDropout1D rate 2",
+        lambda: layers.SpatialDropout1D(2.0),
+        LayerArgumentError,
+        r"SpatialDropout1D rate must be a fraction in \[0, 1\], got 2.0",
+    ),
+    Case(
+        "GaussianDropout rate 1",
+        lambda: layers.GaussianDropout(1.0),
+        LayerArgumentError,
+        r"GaussianDropout rate must be a fraction in \[0, 1\), got 1.0",
+    ),
+    Case(
+        "GaussianNoise negative stddev",
+        lambda: layers.GaussianNoise(-1.0),
+        LayerArgumentError,
+        r"GaussianNoise stddev must be a finite number >= 0, got -1.0",
+    ),
+    Case(
+        "Embedding negative vocabulary",
+        lambda: layers.Embedding(-1, 4),
+        LayerArgumentError,
+        r"Embedding input_dim must be a positive int, got -1 \(int\); e.g. Embedding\(1000, 64\)",
+    ),
+    Case(
+        "Embedding output_dim 0",
+        lambda: layers.Embedding(10, 0),
+        LayerArgumentError,
+        r"Embedding output_dim must be a positive int, got 0",
+    ),
+    Case(
+        "Embedding vocabulary as a str",
+        lambda: layers.Embedding("10", 4),
+        LayerArgumentError,
+        r"Embedding input_dim .*got '10' \(str\)",
+    ),
+    Case(
+        "BatchNormalization axis a str",
+        lambda: layers.BatchNormalization(axis="x"),
+        LayerArgumentError,
+        r"BatchNormalization axis must be an int .*got 'x' \(str\)",
+    ),
+    Case(
+        "LayerNormalization axis a str",
+        lambda: layers.LayerNormalization(axis="x"),
+        LayerArgumentError,
+        r"LayerNormalization axis must be an int .*got 'x' \(str\)",
+    ),
+    Case(
+        "MultiHeadAttention no heads",
+        lambda: layers.MultiHeadAttention(num_heads=0, key_dim=4),
+        LayerArgumentError,
+        r"MultiHeadAttention num_heads must be a positive int, got 0 \(int\)",
+    ),
+    Case(
+        "MultiHeadAttention key_dim 0",
+        lambda: layers.MultiHeadAttention(num_heads=2, key_dim=0),
+        LayerArgumentError,
+        r"MultiHeadAttention key_dim must be a positive int, got 0",
+    ),
+    Case(
+        "MultiHeadAttention dropout 2",
+        lambda: layers.MultiHeadAttention(num_heads=2, key_dim=4, dropout=2),
+        LayerArgumentError,
+        r"MultiHeadAttention dropout must be a fraction in \[0, 1\], got 2",
+    ),
 ]
 
 
@@ -93,3 +208,21 @@ def test_conv_arguments_keras_accepts_are_kept_as_before():
     assert conv2d.get_config()["kernel_size"] == [3, 5]
     assert conv1d.build((10, 2)) == (5, 4)
     assert conv2d.build((9, 9, 2)) == (4, 3, 4)
+
+
+def test_what_keras_accepts_is_accepted():
+    """Keras 3 takes Dropout(1.0) (all dropped in training), LayerNormalization(axis=[-1])."""
+    import jax
+    import jax.numpy as jnp
+
+    x = jnp.ones((2, 3))
+    out = layers.Dropout(1.0)(x, training=True, rngs=jax.random.key(0))
+    assert (out == 0).all()
+    assert (layers.Dropout(1.0)(x) == x).all()  # not in training
+    assert layers.LayerNormalization(axis=[-1]).build((4, 3)) == (4, 3)
+    assert layers.BatchNormalization(axis=1).build((3,)) == (3,)
+    mha = layers.MultiHeadAttention(num_heads=1, key_dim=2, dropout=1.0)
+    q = jnp.ones((1, 2, 3))
+    mha(q, q)  # built
+    grads = jax.grad(lambda q: mha(q, q, training=True, rngs=jax.random.key(0)).sum())(q)
+    assert bool(jnp.isfinite(grads).all())

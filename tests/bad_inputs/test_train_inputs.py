@@ -358,7 +358,7 @@ CASES = [
         "Dense units as a str",
         lambda: layers.Dense("128"),
         LayerArgumentError,
-        r"Dense units must be a positive int, got '128' \(str\), e.g. Dense\(128\)",
+        r"Dense units must be a positive int, got '128' \(str\); e.g. Dense\(128\)",
     ),
 ]
 

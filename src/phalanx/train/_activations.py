@@ -14,6 +14,8 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
+from ..errors import LayerArgumentError, UnknownNameError
+
 Activation = Callable[[jax.Array], jax.Array]
 
 
@@ -78,7 +80,7 @@ def get(identifier: str | Activation | None) -> Activation:
       A function ``x -> y`` of the same shape.
 
     Raises:
-      ValueError: the name is unknown (the message lists the known names).
+      UnknownNameError: the name is unknown (the message lists the known names).
 
     Example:
       >>> import jax.numpy as jnp
@@ -91,8 +93,13 @@ def get(identifier: str | Activation | None) -> Activation:
         return identifier
     if isinstance(identifier, str) and identifier.lower() in _ACTIVATIONS:
         return _ACTIVATIONS[identifier.lower()]
-    raise ValueError(
-        f"Unknown activation {identifier!r}. Use one of {sorted(_ACTIVATIONS)} or a callable."
+    if not isinstance(identifier, str):
+        raise LayerArgumentError(
+            f"Cannot use {type(identifier).__name__} {identifier!r} as an activation: give a "
+            "name ('relu') or a function."
+        )
+    raise UnknownNameError.of(
+        "activation", identifier, _ACTIVATIONS, hint="Or give a function (x -> activations)."
     )
 
 

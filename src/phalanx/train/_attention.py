@@ -23,8 +23,10 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from . import _initializers, _regularizers
+from ..errors import LayerArgumentError
+from . import _initializers, _layer_args, _regularizers
 from ._layer import Layer, Shape, format_shape, normalize_shape
+from ._layer_args import positive_int
 
 
 class _Projection(Layer):
@@ -122,17 +124,17 @@ class MultiHeadAttention(Layer):
         dtype: Any = None,
     ):
         super().__init__(name=name, dtype=dtype)
-        if int(num_heads) < 1 or int(key_dim) < 1:
-            raise ValueError(
-                f"MultiHeadAttention needs num_heads >= 1 and key_dim >= 1, got "
-                f"num_heads={num_heads!r}, key_dim={key_dim!r}."
-            )
-        if not 0.0 <= float(dropout) < 1.0:
-            raise ValueError(f"MultiHeadAttention dropout must be in [0, 1), got {dropout!r}.")
+        example = "MultiHeadAttention(num_heads=4, key_dim=64)"
+        num_heads = positive_int("MultiHeadAttention", "num_heads", num_heads, example)
+        key_dim = positive_int("MultiHeadAttention", "key_dim", key_dim, example)
+        if value_dim is not None:
+            value_dim = positive_int("MultiHeadAttention", "value_dim", value_dim, example)
+        dropout = _layer_args.rate("MultiHeadAttention", "dropout", dropout, one=True)
+        _initializers.get(kernel_initializer), _initializers.get(bias_initializer)
         if isinstance(attention_axes, int):
             attention_axes = (attention_axes,)
         if attention_axes is not None and tuple(attention_axes) not in ((1,), (-2,)):
-            raise ValueError(
+            raise LayerArgumentError(
                 f"attention_axes={attention_axes!r} is not supported: phalanx's "
                 "MultiHeadAttention attends over the sequence axis (attention_axes=None, or "
                 "(1,) as Keras records it for (batch, sequence, features) inputs)."
@@ -271,6 +273,8 @@ class MultiHeadAttention(Layer):
             rngs = rngs.dropout()
         if self.seed is not None:
             rngs = jax.random.fold_in(rngs, self.seed)
+        if self.dropout >= 1.0:  # everything dropped, as Keras (no 0 / 0 in the gradient)
+            return jnp.zeros_like(probs)
         keep = jax.random.bernoulli(rngs, 1.0 - self.dropout, probs.shape)
         return jnp.where(keep, probs / (1.0 - self.dropout), 0.0)
 

@@ -13,16 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 import jax.numpy as jnp
-import numpy as np
 from flax import nnx
 
 from ..errors import LayerArgumentError
 from . import _activations, _initializers, _regularizers
 from ._layer import Layer, Shape
-
-
-def _positive_int(value: Any) -> bool:
-    return not isinstance(value, bool) and isinstance(value, int | np.integer) and value > 0
+from ._layer_args import is_positive_int, positive_int
 
 
 def spatial_tuple(layer: str, value: Any, what: str, rank: int) -> tuple[int, ...]:
@@ -32,11 +28,11 @@ def spatial_tuple(layer: str, value: Any, what: str, rank: int) -> tuple[int, ..
       >>> spatial_tuple("Conv2D", 3, "kernel_size", 2)
       (3, 3)
     """
-    values = (value,) * rank if _positive_int(value) else value
+    values = (value,) * rank if is_positive_int(value) else value
     if not (
         isinstance(values, tuple | list)
         and len(values) == rank
-        and all(_positive_int(v) for v in values)
+        and all(is_positive_int(v) for v in values)
     ):
         several = "a tuple of " + ("one", "two", "three")[rank - 1]
         example = ", ".join(["3"] * rank) + ("," if rank == 1 else "")
@@ -153,20 +149,15 @@ class Conv(Layer):
         layer = type(self).__name__
         check_data_format(data_format, self._data_format_hint)
         _activations.get(activation)  # fail now on an unknown name
-        for value, what in ((filters, "filters"), (groups, "groups")):
-            if not _positive_int(value):
-                raise LayerArgumentError(
-                    f"{layer} {what} must be a positive int, got {value!r} "
-                    f"({type(value).__name__}); e.g. {layer}(32, 3)."
-                )
-        self.filters = int(filters)
+        _initializers.get(kernel_initializer), _initializers.get(bias_initializer)
+        self.filters = positive_int(layer, "filters", filters, f"{layer}(32, 3)")
         self.kernel_size = self._store(spatial_tuple(layer, kernel_size, "kernel_size", self.rank))
         self.strides = self._store(spatial_tuple(layer, strides, "strides", self.rank))
         self.padding = check_padding(layer, padding, self._paddings)
         self.dilation_rate = self._store(
             spatial_tuple(layer, dilation_rate, "dilation_rate", self.rank)
         )
-        self.groups = int(groups)
+        self.groups = positive_int(layer, "groups", groups, f"{layer}(32, 3, groups=2)")
         self.activation = activation
         self.use_bias = use_bias
         self.kernel_initializer = kernel_initializer

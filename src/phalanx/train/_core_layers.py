@@ -13,12 +13,11 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import nnx
 
-from ..errors import LayerArgumentError
-from . import _activations, _initializers, _regularizers
+from . import _activations, _initializers, _layer_args, _regularizers
 from ._layer import Layer, Shape, format_shape, normalize_shape
+from ._layer_args import positive_int
 
 
 class InputLayer(Layer):
@@ -144,13 +143,9 @@ class Dense(Layer):
         dtype: Any = None,
     ):
         super().__init__(name=name, input_shape=input_shape, dtype=dtype)
-        if isinstance(units, bool) or not isinstance(units, int | np.integer) or units <= 0:
-            raise LayerArgumentError(
-                f"Dense units must be a positive int, got {units!r} ({type(units).__name__}), "
-                "e.g. Dense(128)."
-            )
+        self.units = positive_int("Dense", "units", units, "Dense(128)")
         _activations.get(activation)  # fail now on an unknown name
-        self.units = int(units)
+        _initializers.get(kernel_initializer), _initializers.get(bias_initializer)
         self.activation = activation
         self.use_bias = use_bias
         self.kernel_initializer = kernel_initializer
@@ -245,9 +240,7 @@ class Dropout(Layer):
         input_shape: Any = None,
     ):
         super().__init__(name=name, input_shape=input_shape)
-        if not 0.0 <= float(rate) < 1.0:
-            raise ValueError(f"Dropout rate must be in [0, 1), got {rate!r}.")
-        self.rate = float(rate)
+        self.rate = _layer_args.rate(type(self).__name__, "rate", rate, one=True)
         self.noise_shape = None if noise_shape is None else tuple(noise_shape)
         self.seed = seed
         self.dropout = nnx.data(None)
@@ -392,8 +385,9 @@ class Embedding(Layer):
         if input_shape is None and input_length is not None:
             input_shape = (input_length,)
         super().__init__(name=name, input_shape=input_shape)
-        self.input_dim = int(input_dim)
-        self.output_dim = int(output_dim)
+        self.input_dim = positive_int("Embedding", "input_dim", input_dim, "Embedding(1000, 64)")
+        self.output_dim = positive_int("Embedding", "output_dim", output_dim, "Embedding(1000, 64)")
+        _initializers.get(embeddings_initializer)  # fail now on an unknown name
         self.embeddings_initializer = embeddings_initializer
         self.embeddings_regularizer = _regularizers.get(embeddings_regularizer)
         self.activity_regularizer = _regularizers.get(activity_regularizer)

@@ -15,6 +15,8 @@ from typing import Any
 import jax
 from flax import nnx
 
+from ..errors import LayerArgumentError
+from . import _layer_args
 from ._core_layers import Dropout
 from ._layer import Layer, Shape
 
@@ -80,7 +82,10 @@ class SpatialDropout2D(SpatialDropout1D):
         name: str | None = None,
     ):
         if data_format not in (None, "channels_last"):
-            raise ValueError(f"data_format={data_format!r} is not supported (channels_last).")
+            raise LayerArgumentError(
+                f"data_format={data_format!r} is not supported: SpatialDropout2D takes "
+                "'channels_last' (NHWC) inputs. Transpose with jnp.transpose(x, (0, 2, 3, 1))."
+            )
         super().__init__(rate, seed=seed, name=name)
 
 
@@ -100,9 +105,7 @@ class GaussianDropout(Layer):
 
     def __init__(self, rate: float, seed: int | None = None, *, name: str | None = None):
         super().__init__(name=name)
-        if not 0.0 <= float(rate) < 1.0:
-            raise ValueError(f"GaussianDropout rate must be in [0, 1), got {rate!r}.")
-        self.rate = float(rate)
+        self.rate = _layer_args.rate("GaussianDropout", "rate", rate, one=False)
         self.seed = seed
 
     @property
@@ -134,9 +137,7 @@ class GaussianNoise(Layer):
 
     def __init__(self, stddev: float, seed: int | None = None, *, name: str | None = None):
         super().__init__(name=name)
-        if float(stddev) < 0.0:
-            raise ValueError(f"GaussianNoise stddev must be >= 0, got {stddev!r}.")
-        self.stddev = float(stddev)
+        self.stddev = _layer_args.non_negative("GaussianNoise", "stddev", stddev)
         self.seed = seed
 
     @property

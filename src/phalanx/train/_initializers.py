@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 from jax.nn import initializers as jinit
 
+from ..errors import LayerArgumentError, UnknownNameError
+
 Initializer = Callable[..., object]
 
 
@@ -53,13 +55,20 @@ def get(identifier: str | Initializer) -> Initializer:
       The initializer function.
 
     Raises:
-      ValueError: the name is unknown.
+      UnknownNameError: the name is unknown (the message lists the known names).
     """
     if callable(identifier):
         return identifier
     if isinstance(identifier, str) and identifier.lower() in _INITIALIZERS:
         return _INITIALIZERS[identifier.lower()]()
-    raise ValueError(
-        f"Unknown initializer {identifier!r}. Use one of {sorted(_INITIALIZERS)} "
-        "or a function (key, shape, dtype) -> array."
+    if not isinstance(identifier, str):
+        raise LayerArgumentError(
+            f"Cannot use {type(identifier).__name__} {identifier!r} as an initializer: give a "
+            "name ('glorot_uniform') or a function (key, shape, dtype) -> array."
+        )
+    raise UnknownNameError.of(
+        "initializer",
+        identifier,
+        _INITIALIZERS,
+        hint="Or give a function (key, shape, dtype) -> array.",
     )

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from flax import nnx
 
+from ..errors import LayerArgumentError
 from . import _initializers, _regularizers
 from ._layer import Layer, Shape, format_shape
 
@@ -34,6 +36,17 @@ def _feature_axis(layer: Layer, axis: int, input_shape: Shape) -> int:
     if input_shape[full - 1] is None:
         raise layer._error(f"needs a known size on axis {axis}, received {input_shape}.")
     return full
+
+
+def _axis(layer: str, axis: Any) -> int:
+    """Keras's ``axis``: an int (or a list of one int), counted with the batch axis."""
+    one = axis[0] if isinstance(axis, list | tuple) and len(axis) == 1 else axis
+    if isinstance(one, bool) or not isinstance(one, int | np.integer):
+        raise LayerArgumentError(
+            f"{layer} axis must be an int (the feature axis, counted with the batch axis: "
+            f"-1 for the last), got {axis!r} ({type(axis).__name__}); e.g. {layer}(axis=-1)."
+        )
+    return int(one)
 
 
 class _Normalization(Layer):
@@ -91,15 +104,16 @@ class BatchNormalization(_Normalization):
         self.beta_regularizer = _regularizers.get(beta_regularizer)
         self.gamma_regularizer = _regularizers.get(gamma_regularizer)
         if synchronized and axis_name is None:
-            raise ValueError(
+            raise LayerArgumentError(
                 "BatchNormalization(synchronized=True) needs axis_name, the replica mesh "
                 "axis to average the statistics over (e.g. 'replica')."
             )
-        self.axis = int(axis)
+        self.axis = _axis("BatchNormalization", axis)
         self.momentum = float(momentum)
         self.epsilon = float(epsilon)
         self.center = center
         self.scale = scale
+        _initializers.get(beta_initializer), _initializers.get(gamma_initializer)
         self.beta_initializer = beta_initializer
         self.gamma_initializer = gamma_initializer
         self.synchronized = synchronized
@@ -168,10 +182,11 @@ class LayerNormalization(_Normalization):
         super().__init__(name=name, input_shape=input_shape)
         self.beta_regularizer = _regularizers.get(beta_regularizer)
         self.gamma_regularizer = _regularizers.get(gamma_regularizer)
-        self.axis = axis
+        self.axis = _axis("LayerNormalization", axis)
         self.epsilon = float(epsilon)
         self.center = center
         self.scale = scale
+        _initializers.get(beta_initializer), _initializers.get(gamma_initializer)
         self.beta_initializer = beta_initializer
         self.gamma_initializer = gamma_initializer
         self.norm = nnx.data(None)
