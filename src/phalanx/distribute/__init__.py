@@ -1,5 +1,7 @@
 """How replicas compute together: strategies, contexts and distributed values."""
 
+from . import cluster_resolver as cluster_resolver
+from . import experimental as experimental
 from ._context import get_replica_context as get_replica_context
 from ._context import get_strategy as get_strategy
 from ._context import has_strategy as has_strategy
@@ -30,6 +32,8 @@ from ._values import Mirrored as Mirrored
 from ._values import PerReplica as PerReplica
 
 __all__ = [
+    "cluster_resolver",
+    "experimental",
     "CommunicationImplementation",
     "CommunicationOptions",
     "MultiWorkerMirroredStrategy",
