@@ -28,9 +28,9 @@ __all__ = [
     "CommunicationImplementation",
     "CommunicationOptions",
     "MultiWorkerMirroredStrategy",
-    "PreemptionCheckpointHandler",
+    "PreemptionCheckpointHandler",  # noqa: F822 (read by __getattr__)
     "TPUStrategy",
-    "TerminationConfig",
+    "TerminationConfig",  # noqa: F822 (read by __getattr__)
     "ValueContext",
 ]
 
