@@ -10,7 +10,10 @@
   (batch 1024, ``steps_per_execution=50``), without callbacks and with
   ``BackupAndRestore(save_freq=100, async_save=True)`` (one backup per 100
   steps, written in background threads). Prints the median step time of
-  each and the overhead.
+  each and the overhead, and how long the backup's batch hook held the
+  training loop per save (median over the saves of all runs): the part of
+  an async save that is not overlapped with training, less sensitive to the
+  load of a shared machine than the step-time difference.
 
 Usage: python bench/checkpoint.py [--runs 5] [--steps 1000] [--skip-large]
 """
@@ -76,6 +79,20 @@ def save_restore(name: str, hidden: list[int], runs: int) -> None:
     )
 
 
+class TimedBackup(phalanx.callbacks.BackupAndRestore):
+    """``BackupAndRestore`` that records how long each hook call that saved held the loop."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.held: list[float] = []
+
+    def on_train_batch_end(self, batch, logs=None):
+        before, start = self._steps, time.perf_counter()
+        super().on_train_batch_end(batch, logs)
+        if self._steps // self.save_freq > before // self.save_freq:  # this call saved
+            self.held.append(time.perf_counter() - start)
+
+
 def step_times(steps: int, runs: int) -> None:
     rng = np.random.default_rng(0)
     n = 1024 * 100
@@ -83,6 +100,7 @@ def step_times(steps: int, runs: int) -> None:
     y = rng.integers(0, 10, n).astype(np.int32)
     epochs = max(1, steps // 100)
     results: dict[str, list[float]] = {"no checkpoints": [], "async backup / 100 steps": []}
+    held: list[float] = []
     for r in range(runs):
         for label in list(results)[:: 1 if r % 2 == 0 else -1]:  # alternate the order
             model = mlp([128], spe=50)
@@ -90,13 +108,13 @@ def step_times(steps: int, runs: int) -> None:
             with tempfile.TemporaryDirectory() as root:
                 callbacks = []
                 if label != "no checkpoints":
-                    backup = phalanx.callbacks.BackupAndRestore(
-                        root + "/b", save_freq=100, async_save=True
-                    )
+                    backup = TimedBackup(root + "/b", save_freq=100, async_save=True)
                     callbacks = [backup]
                 start = time.perf_counter()
                 model.fit(x, y, batch_size=1024, epochs=epochs, callbacks=callbacks, verbose=0)
                 results[label].append((time.perf_counter() - start) / (epochs * 100))
+                if callbacks:
+                    held += backup.held
     base = statistics.median(results["no checkpoints"])
     best = min(results["no checkpoints"])
     for label, times in results.items():
@@ -105,6 +123,12 @@ def step_times(steps: int, runs: int) -> None:
             f"{label:>26}: median {t * 1e3:7.3f} ms/step ({(t / base - 1) * 100:+5.1f}%), "
             f"best {b * 1e3:7.3f} ms/step ({(b / best - 1) * 100:+5.1f}%)"
         )
+    per_100 = base * 100
+    blocked = statistics.median(held)
+    print(
+        f"{'training loop held per save':>26}: median {blocked * 1e3:7.3f} ms over {len(held)} "
+        f"saves ({blocked / per_100 * 100:.1f}% of 100 steps without checkpoints)"
+    )
 
 
 def main() -> None:

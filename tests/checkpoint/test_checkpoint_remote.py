@@ -33,7 +33,7 @@ X = np.random.default_rng(0).normal(size=(96, 6)).astype(np.float32)
 Y = (np.abs(X[:, :4]).argmax(1)).astype(np.int32)
 
 
-def _model(built=True):
+def _model(built=True, spe=1):
     """The seeds' MLP, small, with dropout and Adam (RNG and optimizer state must resume)."""
     strategy = phalanx.MirroredStrategy(devices=jax.devices()[:1])
     with strategy.scope():
@@ -45,7 +45,12 @@ def _model(built=True):
                 layers.Dense(4, activation="softmax"),
             ]
         )
-        model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+        model.compile(
+            "adam",
+            "sparse_categorical_crossentropy",
+            metrics=["accuracy"],
+            steps_per_execution=spe,
+        )
     return model
 
 
@@ -241,3 +246,49 @@ def test_checkpoint_and_manager_on_s3(s3):
     again = CheckpointManager(f"{s3}/managed", 2, checkpoint=Checkpoint(model=restored))
     assert again.restore_or_initialize() == f"{s3}/managed/ckpt_3"
     _same(model, restored)
+
+
+class _SaveEachExecution(phalanx.callbacks.Callback):
+    """Saves asynchronously after every execution and records the weights saved."""
+
+    def __init__(self, manager):
+        super().__init__()
+        self.manager, self.saved = manager, {}
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.saved[self.manager.save()] = self.model.get_weights()
+
+
+@pytest.mark.parametrize("repeat", range(2))  # twice: the copy races the next execution
+def test_async_saves_at_every_execution_hold_the_weights_of_their_step(base, repeat):
+    """The next execution donates the state while the background thread writes the copy."""
+    model = _model(spe=2)
+    manager = CheckpointManager(
+        f"{base}/every-{repeat}",
+        max_to_keep=None,
+        checkpoint=Checkpoint(model=model, async_save=True),
+        async_save=True,
+    )
+    saver = _SaveEachExecution(manager)
+    model.fit(X, Y, batch_size=16, epochs=2, callbacks=[saver], verbose=0)
+    manager.close()
+    assert len(saver.saved) == 6 and manager.checkpoints == list(saver.saved)
+    for path, weights in saver.saved.items():
+        restored = _model(spe=2)
+        Checkpoint(model=restored).restore(path)
+        for u, v in zip(restored.get_weights(), weights, strict=True):
+            np.testing.assert_array_equal(u, v)
+
+
+def test_an_async_save_that_fails_raises_at_the_next_wait(tmp_path):
+    model = _model()
+    model.fit(X, Y, batch_size=16, verbose=0)
+    (tmp_path / "a-file").write_text("not a folder")
+    checkpoint = Checkpoint(model=model, async_save=True)
+    checkpoint.save(tmp_path / "a-file" / "ckpt")  # returns: the write runs in the background
+    with pytest.raises(CheckpointError, match="asynchronous checkpoint save failed"):
+        checkpoint.wait_until_finished()
+    checkpoint.wait_until_finished()  # the error was raised once
+    assert checkpoint.save(tmp_path / "ok") == f"{tmp_path}/ok-2"
+    checkpoint.close()
+    assert latest_checkpoint(tmp_path) is None and (tmp_path / "ok-2").is_dir()

@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from ..errors import CheckpointError
-from . import _io, _objects, _remote
+from . import _background, _io, _objects, _remote
 
 log = logging.getLogger("phalanx")
 
@@ -72,13 +72,13 @@ class Checkpoint:
         self._objects = dict(objects)
         self._kinds = _objects.check_objects(self._objects)
         self._async = async_save
-        self._writer = None
+        self._writer: _background.LocalWriter | None = None
         self._uploader: _remote.RemoteWriter | None = None
         self.save_counter = 0
 
-    def _checkpointer(self):
+    def _local_writer(self) -> _background.LocalWriter:
         if self._writer is None:
-            self._writer = _io.checkpointer(self._async)
+            self._writer = _background.LocalWriter(self._async)
         return self._writer
 
     def _remote_writer(self) -> _remote.RemoteWriter:
@@ -98,11 +98,8 @@ class Checkpoint:
         """
         path = _io.as_path(file_prefix, "Checkpoint.write")
         arrays, entries = _objects.collect(self._objects, self._kinds)
-        args = _io.save_args(arrays, self._meta(entries))
-        if _io.is_remote(path):
-            self._remote_writer().save(path, args)
-        else:
-            self._checkpointer().save(path, args=args, force=True)
+        writer = self._remote_writer() if _io.is_remote(path) else self._local_writer()
+        writer.save(path, arrays, self._meta(entries))
         return path
 
     def save(self, file_prefix: Any) -> str:
@@ -162,22 +159,18 @@ class Checkpoint:
         """Waits for an asynchronous save to be committed (at once when none runs).
 
         Raises:
-          CheckpointError: an asynchronous save to a URL failed before its commit.
+          CheckpointError: an asynchronous save failed before its commit.
         """
-        if self._writer is not None and hasattr(self._writer, "wait_until_finished"):
-            self._writer.wait_until_finished()
-        if self._uploader is not None:
-            self._uploader.wait_until_finished()
+        for writer in (self._writer, self._uploader):
+            if writer is not None:
+                writer.wait_until_finished()
 
     def close(self) -> None:
         """Finishes pending writes and stops the writer's threads."""
-        if self._writer is not None:
-            self.wait_until_finished()
-            self._writer.close()
-            self._writer = None
-        if self._uploader is not None:
-            self._uploader.close()
-            self._uploader = None
+        writers, self._writer, self._uploader = (self._writer, self._uploader), None, None
+        for writer in writers:
+            if writer is not None:
+                writer.close()
 
     def __repr__(self) -> str:
         return f"Checkpoint({', '.join(f'{k}={v}' for k, v in self._kinds.items())})"

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CheckpointError
-from . import _io, _objects, _remote
+from . import _background, _io, _objects, _remote
 from ._checkpoint import Checkpoint
 
 log = logging.getLogger("phalanx")
@@ -140,6 +140,9 @@ class CheckpointManager:
                 enable_background_delete=bool(async_save),
             )
             self._manager = o.CheckpointManager(self.directory, options=options)
+        self._async = bool(async_save)
+        # Asynchronous saves to local paths: orbax's manager runs in this thread (_background).
+        self._background = _background.Background("phalanx-checkpoint-manager")
         self._last_saved = self._manager.latest_step()
 
     # -- reading ------------------------------------------------------------------
@@ -149,15 +152,20 @@ class CheckpointManager:
             return _remote.join(self.directory, f"{self._name}_{number}")
         return str(Path(self.directory) / f"{self._name}_{number}")
 
+    def _steps(self):
+        """The step store (orbax's manager, or ``RemoteSteps``), once no save uses it."""
+        self._background.join()  # orbax's manager is not shared between threads
+        return self._manager
+
     @property
     def checkpoints(self) -> list[str]:
         """The paths of the kept checkpoints, oldest first."""
-        return [self._path(n) for n in sorted(self._manager.all_steps())]
+        return [self._path(n) for n in sorted(self._steps().all_steps())]
 
     @property
     def latest_checkpoint(self) -> str | None:
         """The path of the newest committed checkpoint, or None."""
-        step = self._manager.latest_step()
+        step = self._steps().latest_step()
         return None if step is None else self._path(step)
 
     # -- writing ------------------------------------------------------------------
@@ -178,6 +186,7 @@ class CheckpointManager:
             the newest checkpoint's.
         """
         ckpt = self.checkpoint
+        self._background.wait()  # the previous save, and its error
         latest = self._manager.latest_step()
         if checkpoint_number is None:
             number = max(ckpt.save_counter, -1 if latest is None else latest) + 1
@@ -202,13 +211,21 @@ class CheckpointManager:
             return None
         ckpt.save_counter = number
         arrays, entries = _objects.collect(ckpt._objects, ckpt._kinds)
-        args = _io.save_args(arrays, ckpt._meta(entries))
+        meta = ckpt._meta(entries)
         if isinstance(self._manager, _remote.RemoteSteps):
-            self._manager.save(number, args)
+            self._manager.save(number, arrays, meta)
         else:
-            self._manager.save(number, args=args, force=True)
+            host = _background.host_arrays(arrays) if self._async else None
+            if host is not None:
+                self._background.run(self._save_now, number, _io.save_args(host, meta))
+            else:
+                self._manager.save(number, args=_io.save_args(arrays, meta), force=True)
         self._last_saved = number
         return self._path(number)
+
+    def _save_now(self, number: int, args) -> None:
+        self._manager.save(number, args=args, force=True)
+        self._manager.wait_until_finished()
 
     def restore_or_initialize(self) -> str | None:
         """Restores the newest checkpoint and returns its path; else calls ``init_fn``.
@@ -226,12 +243,20 @@ class CheckpointManager:
         return path
 
     def wait_until_finished(self) -> None:
-        """Waits until an asynchronous save is committed."""
+        """Waits until an asynchronous save is committed.
+
+        Raises:
+          CheckpointError: an asynchronous save failed before its commit.
+        """
+        self._background.wait()
         self._manager.wait_until_finished()
 
     def close(self) -> None:
         """Finishes pending saves and stops the manager's threads."""
-        self._manager.close()
+        try:
+            self._background.close()
+        finally:
+            self._manager.close()
 
     def __repr__(self) -> str:
         return f"CheckpointManager({self.directory!r}, {len(self.checkpoints)} checkpoint(s))"

@@ -7,8 +7,7 @@ all), so for a URL orbax writes the checkpoint into a local *staging* folder
 and phalanx uploads it through ``phalanx.io`` (fsspec), then commits it by
 writing a marker object, :data:`MARKER`, last:
 
-1. orbax writes ``<staging>/ckpt`` (asynchronously when asked: the arrays are
-   copied off the devices, then written in orbax's threads);
+1. orbax writes ``<staging>/ckpt``;
 2. process 0 deletes whatever was at the URL (the marker first), and every
    process agrees that it is gone;
 3. each process uploads the files it wrote (orbax's ``ocdbt.process_<i>``
@@ -23,9 +22,9 @@ to that name (or a manager's clean-up) deletes, and the previous checkpoint
 is the one restored. Restores download the checkpoint into a local folder
 that orbax reads, then delete it.
 
-With ``async_save`` the steps after 1 run in one background thread
-(``phalanx._threads``); the next save, ``wait_until_finished`` and ``close``
-wait for it and raise its error. A save still uploading when the interpreter
+With ``async_save`` the arrays are copied to the host and every step runs in
+one background thread (``_background``); the next save, ``wait_until_finished``
+and ``close`` wait for it and raise its error. A save still uploading when the interpreter
 exits is abandoned uncommitted (call ``close()`` before the script ends).
 
 Several processes must call ``save`` alike with a staging folder they share
@@ -43,12 +42,11 @@ import re
 import secrets
 import shutil
 import tempfile
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import CheckpointError, CheckpointNotFoundError
-from . import _io
+from . import _background, _io
 
 log = logging.getLogger("phalanx")
 
@@ -193,53 +191,71 @@ class RemoteWriter:
     """Writes checkpoints to URLs: orbax into a local staging folder, then upload and commit.
 
     Args:
-      async_save: orbax writes in its threads and the upload runs in a
-        background thread; ``save`` returns once the arrays are off the devices.
+      async_save: ``save`` returns once the arrays are on the host; orbax's
+        write, the upload and the commit run in a background thread.
     """
 
     def __init__(self, async_save: bool):
         self._async = async_save
-        self._orbax = None
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
-        self._error: BaseException | None = None
-        self.pending: str | None = None  # the URL being uploaded in the background
+        self._orbax = _background.Checkpointers()
+        self._background = _background.Background("phalanx-checkpoint-upload")
+        self.pending: str | None = None  # the URL being written in the background
 
-    def save(self, url: str, args: Any, *, after_commit: Callable[[], None] | None = None) -> None:
-        """Saves ``args`` (orbax's) as the checkpoint at ``url``, replacing one there.
+    def save(
+        self,
+        url: str,
+        arrays: dict,
+        meta: dict,
+        *,
+        after_commit: Callable[[], None] | None = None,
+    ) -> None:
+        """Saves ``arrays`` and ``meta`` as the checkpoint at ``url``, replacing one there.
 
         Raises:
-          CheckpointError: the upload of the previous asynchronous save failed.
+          CheckpointError: the previous asynchronous save failed (raised here), or,
+            saving synchronously, this one did.
         """
         from ..cluster import _agree
 
         self.wait_until_finished()
-        if self._orbax is None:
-            self._orbax = _io.checkpointer(self._async)
+        host = _background.host_arrays(arrays) if self._async else None
         tag = f"checkpoint/{_agree.new_round()}"
         staging = _staging_folder(tag)
         local = os.path.join(staging, "ckpt")
+        commit = (url, staging, local, tag, after_commit)
+        if host is not None:  # orbax's write, the upload and the commit in the background
+            self.pending = url
+            self._background.run(self._write_and_commit, _io.save_args(host, meta), commit)
+            return
+        orbax = self._orbax.get(self._async)
         try:
-            self._orbax.save(local, args=args, force=True)
+            orbax.save(local, args=_io.save_args(arrays, meta), force=True)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        job = (self._commit, (url, staging, local, tag, after_commit))
         if not self._async:
-            job[0](*job[1])
+            self._commit(*commit)
             return
-        from .. import _threads
-
         self.pending = url
-        self._thread = _threads.start_thread(
-            self._run, job, name=f"phalanx-checkpoint-upload {url}", stop=self._stop
-        )
+        self._background.run(self._wait_and_commit, orbax, commit)
 
-    def _run(self, commit: Callable, args: tuple) -> None:
+    def _write_and_commit(self, args: Any, commit: tuple) -> None:
         try:
-            commit(*args)
-        except BaseException as error:  # raised by the next save or wait_until_finished
-            self._error = error
+            self._orbax.get(False).save(commit[2], args=args, force=True)
+        except BaseException:
+            self.pending = None
+            shutil.rmtree(commit[1], ignore_errors=True)
+            raise
+        self._commit(*commit)
+
+    def _wait_and_commit(self, orbax: Any, commit: tuple) -> None:
+        try:
+            orbax.wait_until_finished()
+        except BaseException:
+            self.pending = None
+            shutil.rmtree(commit[1], ignore_errors=True)
+            raise
+        self._commit(*commit)
 
     def _commit(self, url, staging, local, tag, after_commit) -> None:
         from ..cluster import _agree
@@ -247,14 +263,12 @@ class RemoteWriter:
         me, n = _processes()
         timeout = _agree_timeout()
         try:
-            if self._async:
-                self._orbax.wait_until_finished()
             if me == 0:
                 remove(url)
             _agree.all_have(f"{tag}/cleared", True, timeout_s=timeout)
             count, failure = 0, None
             try:
-                if self._stop.is_set():
+                if self._background.stop.is_set():
                     raise CheckpointError(
                         "the interpreter exited before it finished: call close() or "
                         "wait_until_finished() before the script ends"
@@ -283,28 +297,14 @@ class RemoteWriter:
 
     def wait_until_finished(self) -> None:
         """Waits for the save in progress to be committed; raises its error if it failed."""
-        if self._orbax is not None and hasattr(self._orbax, "wait_until_finished"):
-            self._orbax.wait_until_finished()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-        error, self._error = self._error, None
-        if isinstance(error, CheckpointError):
-            raise error
-        if error is not None:
-            raise CheckpointError(
-                f"The asynchronous checkpoint save failed before its commit ({error}); the "
-                "previous checkpoint is still the latest."
-            ) from error
+        self._background.wait()
 
     def close(self) -> None:
         """Finishes the pending save, then stops orbax's threads."""
         try:
-            self.wait_until_finished()
+            self._background.close()
         finally:
-            if self._orbax is not None:
-                self._orbax.close()
-                self._orbax = None
+            self._orbax.close()
 
 
 class RemoteSteps:
@@ -340,10 +340,10 @@ class RemoteSteps:
         numbers = self.all_steps()
         return numbers[-1] if numbers else None
 
-    def save(self, number: int, args: Any) -> None:
+    def save(self, number: int, arrays: dict, meta: dict) -> None:
         """Saves checkpoint ``number``; the old ones are deleted after it is committed."""
         self._pending = number
-        self._writer.save(self.path(number), args, after_commit=self._delete_old)
+        self._writer.save(self.path(number), arrays, meta, after_commit=self._delete_old)
 
     def _delete_old(self) -> None:
         committed = numbered(self.directory, self._name)
