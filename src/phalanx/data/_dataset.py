@@ -10,10 +10,11 @@ this module only holds the public surface and the graph plumbing.
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..errors import DatasetArgumentError
+from ..errors import DatasetArgumentError, DatasetTypeError
 from . import _structure as st
 from ._iterator import Iterator, IterCtx, RandomAccess, new_root_seed
 from ._options import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Options
@@ -152,6 +153,12 @@ class Dataset:
         """A dataset with ``options`` set (later options win over earlier ones)."""
         from ._map import OptionsDataset
 
+        if not isinstance(options, Options):
+            raise DatasetTypeError(
+                f"with_options expects a phalanx.data.Options, got {type(options).__name__} "
+                f"{options!r}. Build one: options = phalanx.data.Options(); "
+                "options.deterministic = False; ds.with_options(options)."
+            )
         return OptionsDataset(self, options)
 
     def __repr__(self) -> str:
@@ -182,6 +189,8 @@ class Dataset:
         """``range(stop)``, ``range(start, stop[, step])`` as a dataset of int64 scalars."""
         from ._sources import RangeDataset
 
+        for value in args:
+            check_int("each argument (start, stop, step)", value, "range")
         return RangeDataset(*args, output_type=output_type)
 
     @staticmethod
@@ -199,6 +208,9 @@ class Dataset:
         """
         from ._sources import GeneratorDataset
 
+        check_callable(
+            "generator", generator, "from_generator", "the generator function, not its result"
+        )
         return GeneratorDataset(generator, output_types, output_shapes, args, output_signature)
 
     @staticmethod
@@ -208,6 +220,13 @@ class Dataset:
 
         if len(datasets) == 1 and not isinstance(datasets[0], Dataset):
             datasets = datasets[0]
+        for leaf in st.flatten(datasets):
+            if not isinstance(leaf, Dataset):
+                raise DatasetTypeError(
+                    f"zip expects datasets (several, or a tuple or dict of them), got "
+                    f"{type(leaf).__name__} {leaf!r}. Make arrays a dataset first: "
+                    "Dataset.zip((Dataset.from_tensor_slices(x), ds))."
+                )
         return ZipDataset(datasets)
 
     @staticmethod
@@ -225,6 +244,11 @@ class Dataset:
         """The elements of this dataset followed by those of ``dataset`` (same structure)."""
         from ._sources import ConcatenateDataset
 
+        if not isinstance(dataset, Dataset):
+            raise DatasetTypeError(
+                f"concatenate expects a Dataset, got {type(dataset).__name__} {dataset!r}. "
+                "Make arrays a dataset first: ds.concatenate(Dataset.from_tensor_slices(x))."
+            )
         return ConcatenateDataset(self, dataset)
 
     def map(
@@ -240,12 +264,14 @@ class Dataset:
         """
         from ._map import MapDataset
 
+        check_parallel_calls(num_parallel_calls, "map")
         return MapDataset(self, map_func, num_parallel_calls, deterministic)
 
     def filter(self, predicate: Callable[..., Any]) -> Dataset:
         """Keep the elements for which ``predicate`` returns true."""
         from ._map import FilterDataset
 
+        check_callable("predicate", predicate, "filter", "a function element -> bool")
         return FilterDataset(self, predicate)
 
     def shuffle(
@@ -260,6 +286,8 @@ class Dataset:
         """Repeat the dataset ``count`` times (forever when ``None`` or -1)."""
         from ._map import RepeatDataset
 
+        if count is not None:
+            check_int("count", count, "repeat")
         return RepeatDataset(self, count)
 
     def batch(
@@ -276,6 +304,7 @@ class Dataset:
         """
         from ._batch import BatchDataset
 
+        check_parallel_calls(num_parallel_calls, "batch")
         return BatchDataset(self, batch_size, drop_remainder)
 
     def padded_batch(
@@ -309,13 +338,13 @@ class Dataset:
         """The first ``count`` elements (all when ``count`` is -1)."""
         from ._map import TakeDataset
 
-        return TakeDataset(self, count)
+        return TakeDataset(self, check_int("count", count, "take"))
 
     def skip(self, count: int) -> Dataset:
         """All but the first ``count`` elements (none when ``count`` is -1)."""
         from ._map import SkipDataset
 
-        return SkipDataset(self, count)
+        return SkipDataset(self, check_int("count", count, "skip"))
 
     def shard(self, num_shards: int, index: int) -> Dataset:
         """Every ``num_shards``-th element, starting at ``index``."""
@@ -327,6 +356,11 @@ class Dataset:
         """Keep the elements after the first full pass, in memory or in ``filename`` (.npz)."""
         from ._cache import CacheDataset
 
+        if not isinstance(filename, str | os.PathLike):
+            raise DatasetTypeError(
+                f"cache expects a file name (str or os.PathLike) or '' for memory, got "
+                f"{type(filename).__name__} {filename!r}; e.g. cache('/tmp/train_cache')."
+            )
         return CacheDataset(self, filename)
 
     def prefetch(self, buffer_size: int) -> Dataset:
@@ -352,6 +386,7 @@ class Dataset:
         """
         from ._interleave import InterleaveDataset
 
+        check_callable("map_func", map_func, "interleave", "a function element -> Dataset")
         return InterleaveDataset(
             self, map_func, cycle_length, block_length, num_parallel_calls, deterministic
         )
@@ -360,10 +395,13 @@ class Dataset:
         """Pair each element with its int64 index: ``(i, element)``."""
         from ._map import EnumerateDataset
 
-        return EnumerateDataset(self, start)
+        return EnumerateDataset(self, check_int("start", start, "enumerate"))
 
     def apply(self, transformation_func: Callable[[Dataset], Dataset]) -> Dataset:
         """``transformation_func(self)``: chain a custom transformation."""
+        check_callable(
+            "transformation_func", transformation_func, "apply", "a function Dataset -> Dataset"
+        )
         return transformation_func(self)
 
 
@@ -375,6 +413,37 @@ def check_positive(name: str, value: Any, method: str) -> int:
             f"Pass the number of elements, e.g. {method}({name}=32)."
         )
     return int(value)
+
+
+def check_int(name: str, value: Any, method: str) -> int:
+    """``value`` as an int (numpy ints too; not a bool, float or str), or a ``DatasetTypeError``."""
+    if isinstance(value, bool) or not isinstance(value, int | st.np.integer):
+        raise DatasetTypeError(
+            f"{method}: {name} must be an int, got {value!r} of type {type(value).__name__} "
+            "(tf.data refuses it too). Convert it on purpose, e.g. "
+            f"{method}(int(...))."
+        )
+    return int(value)
+
+
+def check_callable(name: str, value: Any, method: str, what: str) -> None:
+    """Raises ``DatasetTypeError`` unless ``value`` is callable (``what`` says what it maps)."""
+    if not callable(value):
+        raise DatasetTypeError(
+            f"{method} expects a callable {name} ({what}), got {type(value).__name__} {value!r}."
+        )
+
+
+def check_parallel_calls(value: Any, method: str) -> None:
+    """``num_parallel_calls``: None, ``AUTOTUNE`` or an int >= 1, as tf.data."""
+    if value is None:
+        return
+    integer = not isinstance(value, bool) and isinstance(value, int | st.np.integer)
+    if not integer or (value < 1 and value != AUTOTUNE):
+        raise DatasetArgumentError(
+            f"{method}: num_parallel_calls must be a positive int or AUTOTUNE (or None for "
+            f"no threads), got {value!r}; e.g. {method}(..., num_parallel_calls=AUTOTUNE)."
+        )
 
 
 def check_bool(name: str, value: Any, method: str) -> bool:
