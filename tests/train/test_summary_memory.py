@@ -147,3 +147,27 @@ def test_functional_transformer_block_keeps_its_connections_column():
     count = model.count_params()
     assert f"Parameters: {readable_size(4 * count)} of {readable_size(4 * count)}" in text
     assert "global batch 8, 1 step per execution" in text
+
+
+def test_model_parallel_layout_is_named_and_kernels_split_over_the_model_axis():
+    from phalanx.distribute import DeviceMesh, LayoutMap, ModelParallelStrategy
+
+    mesh = DeviceMesh((1, 2), ("data", "model"), devices=jax.devices()[:2])
+    layout_map = LayoutMap(mesh)
+    layout_map["dense.*kernel"] = (None, "model")
+    strategy = ModelParallelStrategy(layout_map, batch_dim_name="data")
+    with strategy.scope():
+        model = phalanx.Sequential(
+            [layers.Input(shape=(64,)), layers.Dense(256, activation="relu"), layers.Dense(10)]
+        )
+        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    x, y = _data()
+    model.fit(x, y, batch_size=32, epochs=1, verbose=0)
+    text = _summary(model)
+    header = _line(text, "Memory per device")
+    assert "2 devices" in header
+    assert "LayoutMap over a (1, 2) ('data', 'model') mesh" in header
+    # Dense(256)'s kernel splits its 256 columns; Dense(10)'s 10 columns split in 2 too.
+    per, whole = _kib(text, "Parameters:")
+    assert whole == pytest.approx(WHOLE / 1024, abs=0.01)
+    assert per == pytest.approx((KERNEL_1 // 2 + BIAS_1 + KERNEL_2 // 2 + BIAS_2) / 1024, abs=0.01)

@@ -209,8 +209,15 @@ def prepare_step(model: Any, training_batch: Any) -> None:
 def memory_lines(model: Any) -> list[str]:
     """The lines ``summary()`` prints after Keras's "Non-trainable params" line."""
     strategy = model.distribute_strategy
-    devices = strategy.num_replicas_in_sync
-    layout = "sharded" if getattr(strategy, "shard_parameters", False) else "replicated"
+    devices = len(strategy.devices)
+    layout_map = getattr(strategy, "layout_map", None)
+    if layout_map is not None:
+        mesh = layout_map.device_mesh
+        layout = f"laid out by a LayoutMap over a {tuple(mesh.shape)} {tuple(mesh.axis_names)} mesh"
+    elif getattr(strategy, "shard_parameters", False):
+        layout = "sharded"
+    else:
+        layout = "replicated"
     v = variable_memory(model)
     source = "the placed arrays" if v.from_arrays else "computed from shapes"
     lines = [
