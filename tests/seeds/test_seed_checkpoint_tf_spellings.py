@@ -4,9 +4,7 @@
 TensorFlow's custom-training tutorial saves with ``checkpoint.save(checkpoint_prefix)``
 and resumes with ``checkpoint.restore(tf.train.latest_checkpoint(checkpoint_dir))``;
 its checkpoint guide writes ``CheckpointManager(ckpt, directory=..., max_to_keep=3)``
-and ``ckpt.restore(path).expect_partial()``. The three are marked xfail: the fixes
-live in ``src/phalanx/checkpoint/`` (``_manager.py``, ``_checkpoint.py``), which
-another engineer is editing.
+and ``ckpt.restore(path).expect_partial()``. All three run as written.
 """
 
 from __future__ import annotations
@@ -17,6 +15,7 @@ import numpy as np
 import pytest
 
 import phalanx
+from phalanx.errors import CheckpointError, CheckpointMismatchError
 
 
 def _trained_model():
@@ -33,12 +32,6 @@ def _trained_model():
     return model, x, y
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="latest_checkpoint(dir) finds CheckpointManager's ckpt_N only, not "
-    "Checkpoint.save(prefix)'s prefix-N (TensorFlow reads both); src/phalanx/checkpoint/"
-    "_manager.py is being edited by another engineer",
-)
 def test_latest_checkpoint_finds_what_checkpoint_save_wrote(tmp_path):
     model, x, y = _trained_model()
     checkpoint_dir = str(tmp_path / "training_checkpoints")
@@ -55,12 +48,6 @@ def test_latest_checkpoint_finds_what_checkpoint_save_wrote(tmp_path):
         np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="CheckpointManager(checkpoint, directory=..., max_to_keep=...) raises TypeError "
-    "(TensorFlow's order with directory by keyword); src/phalanx/checkpoint/_manager.py is "
-    "being edited by another engineer",
-)
 def test_checkpoint_manager_with_directory_by_keyword(tmp_path):
     model, _, _ = _trained_model()
     ckpt = phalanx.checkpoint.Checkpoint(model=model)
@@ -72,15 +59,24 @@ def test_checkpoint_manager_with_directory_by_keyword(tmp_path):
     assert len(manager.checkpoints) == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Checkpoint.restore returns the Checkpoint, without TensorFlow's load status "
-    "(expect_partial, assert_consumed); src/phalanx/checkpoint/_checkpoint.py is being "
-    "edited by another engineer",
-)
 def test_restore_returns_a_status_with_expect_partial(tmp_path):
     model, _, _ = _trained_model()
     checkpoint = phalanx.checkpoint.Checkpoint(model=model)
     path = checkpoint.save(str(tmp_path / "ckpt"))
     checkpoint.restore(path).expect_partial()
     checkpoint.restore(path).assert_consumed()
+
+
+def test_assert_consumed_names_what_the_restore_left_unused(tmp_path):
+    model, x, _ = _trained_model()
+    iterator = iter(phalanx.data.Dataset.from_tensor_slices(x).batch(8))
+    next(iterator)
+    path = phalanx.checkpoint.Checkpoint(model=model, iterator=iterator).save(str(tmp_path / "c"))
+    partial = phalanx.checkpoint.Checkpoint(model=model)
+    with pytest.raises(CheckpointMismatchError, match="Nothing was restored yet"):
+        partial.assert_consumed()
+    partial.restore(path).expect_partial().assert_existing_objects_matched()
+    with pytest.raises(CheckpointMismatchError, match=r"not restored: \['iterator'\]"):
+        partial.assert_consumed()
+    with pytest.raises(CheckpointError, match="got directory twice"):
+        phalanx.checkpoint.CheckpointManager(partial, str(tmp_path), directory=str(tmp_path))

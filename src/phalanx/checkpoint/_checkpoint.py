@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..errors import CheckpointError
+from ..errors import CheckpointError, CheckpointMismatchError
 from . import _background, _io, _objects, _remote
 
 log = logging.getLogger("phalanx")
@@ -74,6 +74,8 @@ class Checkpoint:
         self._async = async_save
         self._writer: _background.LocalWriter | None = None
         self._uploader: _remote.RemoteWriter | None = None
+        self._last_restore: str | None = None  # for TensorFlow's status checks
+        self._unused: list[str] = []
         self.save_counter = 0
 
     def _local_writer(self) -> _background.LocalWriter:
@@ -141,10 +143,53 @@ class Checkpoint:
         _objects.check_restorable(path, self._objects, self._kinds, saved)
         arrays = _io.read_arrays(local, meta, list(self._objects))
         _objects.apply(self._objects, self._kinds, saved, arrays)
+        self._last_restore, self._unused = path, sorted(set(saved) - set(self._objects))
         return meta
+
+    def expect_partial(self) -> Checkpoint:
+        """TensorFlow's load-status call after ``restore``: accepted, returns the checkpoint.
+
+        phalanx warns about nothing left unused, so there is nothing to silence;
+        ``restore(path).expect_partial()`` runs as in TensorFlow.
+        """
+        return self
+
+    def assert_existing_objects_matched(self) -> Checkpoint:
+        """TensorFlow's load-status check: every object given was restored (``restore``
+        raises otherwise, so this only checks that a restore happened)."""
+        self._restored_from()
+        return self
+
+    def assert_consumed(self) -> Checkpoint:
+        """TensorFlow's load-status check: the last restore used every object saved.
+
+        Raises:
+          CheckpointMismatchError: the checkpoint holds objects this one was not
+            given (named), or nothing was restored yet.
+        """
+        path = self._restored_from()
+        if self._unused:
+            raise CheckpointMismatchError(
+                f"The checkpoint {path!r} holds objects that were not restored: "
+                f"{self._unused} (this Checkpoint has {sorted(self._objects)}). Pass them to "
+                "Checkpoint(...) too, or call expect_partial() instead of assert_consumed()."
+            )
+        return self
+
+    def _restored_from(self) -> str:
+        if self._last_restore is None:
+            raise CheckpointMismatchError(
+                "Nothing was restored yet: call restore(path) or read(path) before checking "
+                "its status (restore(path).assert_consumed())."
+            )
+        return self._last_restore
 
     def restore(self, save_path: Any) -> Checkpoint:
         """Restores the objects and the save counter from ``save_path``.
+
+        Returns:
+          The checkpoint, which also answers TensorFlow's load-status calls
+          (``expect_partial``, ``assert_consumed``, ``assert_existing_objects_matched``).
 
         Raises:
           CheckpointNotFoundError: no committed checkpoint at ``save_path``.

@@ -37,13 +37,44 @@ def _positive_or_none(value: Any, name: str) -> int | None:
     return value
 
 
+_UNSET: Any = object()
+
+
+def _arguments(args: tuple, directory: Any, max_to_keep: Any, checkpoint: Any) -> tuple:
+    """``(directory, max_to_keep, checkpoint)`` from phalanx's order ``(directory, max_to_keep)``
+    or TensorFlow's ``(checkpoint, directory, max_to_keep)``, positional or by keyword."""
+    tf_order = bool(args) and isinstance(args[0], Checkpoint)
+    names = ("checkpoint", "directory", "max_to_keep") if tf_order else ("directory", "max_to_keep")
+    if len(args) > len(names):
+        order = ", ".join(names)
+        raise CheckpointError(
+            f"CheckpointManager({order}) takes {len(names)} positional arguments, got "
+            f"{len(args)}; pass the others by keyword."
+        )
+    given = {"directory": directory, "max_to_keep": max_to_keep, "checkpoint": checkpoint}
+    unset = {"directory": None, "max_to_keep": _UNSET, "checkpoint": None}
+    for name, value in zip(names, args, strict=False):
+        if given[name] is not unset[name]:
+            raise CheckpointError(
+                f"CheckpointManager got {name} twice: positionally and as {name}=. Give it once."
+            )
+        given[name] = value
+    if given["directory"] is None:
+        raise CheckpointError(
+            "CheckpointManager needs a directory: CheckpointManager('ckpts', max_to_keep=3, "
+            "checkpoint=checkpoint) or TensorFlow's CheckpointManager(checkpoint, 'ckpts', 3)."
+        )
+    keep = 5 if given["max_to_keep"] is _UNSET else given["max_to_keep"]
+    return given["directory"], keep, given["checkpoint"]
+
+
 class CheckpointManager:
     """Keeps the last ``max_to_keep`` checkpoints of a ``Checkpoint`` in ``directory``.
 
     Checkpoints are ``<directory>/<checkpoint_name>_<n>``. ``save()`` numbers
     them with the checkpoint's save counter (or ``checkpoint_number``). The
     TensorFlow argument order ``CheckpointManager(checkpoint, directory,
-    max_to_keep)`` is accepted too.
+    max_to_keep)`` is accepted too, each positional or by keyword.
 
     Args:
       directory: the folder of the checkpoints (created if missing).
@@ -81,9 +112,9 @@ class CheckpointManager:
 
     def __init__(
         self,
-        directory: Any,
-        max_to_keep: Any = 5,
-        *tf_order: Any,
+        *args: Any,
+        directory: Any = None,
+        max_to_keep: Any = _UNSET,
         checkpoint: Checkpoint | None = None,
         keep_every_n_steps: int | None = None,
         save_interval_steps: int | None = None,
@@ -91,19 +122,7 @@ class CheckpointManager:
         checkpoint_name: str = "ckpt",
         init_fn: Callable[[], Any] | None = None,
     ):
-        if isinstance(directory, Checkpoint):  # TensorFlow's order: (checkpoint, directory, n)
-            if len(tf_order) > 1:
-                raise CheckpointError(
-                    "CheckpointManager(checkpoint, directory, max_to_keep) takes 3 positional "
-                    f"arguments, got {2 + len(tf_order)}; pass the others by keyword."
-                )
-            directory, checkpoint = max_to_keep, directory
-            max_to_keep = tf_order[0] if tf_order else 5
-        elif tf_order:
-            raise CheckpointError(
-                "CheckpointManager(directory, max_to_keep, checkpoint=...) takes 2 positional "
-                f"arguments, got {2 + len(tf_order)}; pass checkpoint= by keyword."
-            )
+        directory, max_to_keep, checkpoint = _arguments(args, directory, max_to_keep, checkpoint)
         if not isinstance(checkpoint, Checkpoint):
             raise CheckpointError(
                 "CheckpointManager needs checkpoint=Checkpoint(...) (what to save), got "
@@ -263,7 +282,12 @@ class CheckpointManager:
 
 
 def latest_checkpoint(directory: Any, checkpoint_name: str = "ckpt") -> str | None:
-    """The newest committed checkpoint of a ``CheckpointManager`` directory, or None.
+    """The newest committed checkpoint in ``directory``, or None (TensorFlow's name).
+
+    It finds a ``CheckpointManager``'s ``<checkpoint_name>_<n>`` and
+    ``Checkpoint.save(os.path.join(directory, checkpoint_name))``'s
+    ``<checkpoint_name>-<n>``: the highest ``n`` (on a tie, the most recently
+    written, on local disks). ``directory`` may be a URL.
 
     Example:
       >>> import tempfile
@@ -271,15 +295,18 @@ def latest_checkpoint(directory: Any, checkpoint_name: str = "ckpt") -> str | No
       True
     """
     text = _io.as_path(directory, "latest_checkpoint")
+    found = []  # (number, mtime, name)
     if _io.is_remote(text):
-        numbers = _remote.numbered(text, checkpoint_name)
-        return _remote.join(text, f"{checkpoint_name}_{numbers[-1]}") if numbers else None
+        for rank, separator in enumerate(("-", "_")):  # a tie goes to the manager's
+            for n in _remote.numbered(text, checkpoint_name, separator=separator):
+                found.append((n, rank, f"{checkpoint_name}{separator}{n}"))
+        return _remote.join(text, max(found)[2]) if found else None
     root = Path(text)
     if not root.is_dir():
         return None
-    numbers = []
     for entry in os.listdir(root):
-        prefix, _, number = entry.rpartition("_")
-        if prefix == checkpoint_name and number.isdigit() and _io.is_checkpoint(root / entry):
-            numbers.append(int(number))
-    return str(root / f"{checkpoint_name}_{max(numbers)}") if numbers else None
+        for separator in ("_", "-"):
+            prefix, _, number = entry.rpartition(separator)
+            if prefix == checkpoint_name and number.isdigit() and _io.is_checkpoint(root / entry):
+                found.append((int(number), (root / entry).stat().st_mtime_ns, entry))
+    return str(root / max(found)[2]) if found else None

@@ -75,8 +75,11 @@ def is_committed(url: str) -> bool:
     return bool(loc.fs.exists(loc.path))
 
 
-def numbered(directory: str, name: str, *, committed_only: bool = True) -> list[int]:
-    """The numbers ``n`` of the folders ``<directory>/<name>_<n>``, committed ones only by default."""
+def numbered(
+    directory: str, name: str, *, committed_only: bool = True, separator: str = "_"
+) -> list[int]:
+    """The numbers ``n`` of the folders ``<directory>/<name>_<n>`` (``separator``), committed
+    ones only by default."""
     loc = _locate(directory)
     loc.fs.invalidate_cache(loc.path)
     try:
@@ -85,10 +88,10 @@ def numbered(directory: str, name: str, *, committed_only: bool = True) -> list[
         return []
     numbers = []
     for entry in entries:
-        prefix, _, number = posixpath.basename(entry.rstrip("/")).rpartition("_")
+        prefix, _, number = posixpath.basename(entry.rstrip("/")).rpartition(separator)
         if prefix != name or not number.isdigit():
             continue
-        if not committed_only or is_committed(join(directory, f"{name}_{number}")):
+        if not committed_only or is_committed(join(directory, f"{name}{separator}{number}")):
             numbers.append(int(number))
     return sorted(numbers)
 
