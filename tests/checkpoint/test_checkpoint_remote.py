@@ -260,9 +260,21 @@ class _SaveEachExecution(phalanx.callbacks.Callback):
         self.saved[self.manager.save()] = self.model.get_weights()
 
 
-@pytest.mark.parametrize("repeat", range(2))  # twice: the copy races the next execution
-def test_async_saves_at_every_execution_hold_the_weights_of_their_step(base, repeat):
-    """The next execution donates the state while the background thread writes the copy."""
+@pytest.mark.parametrize(
+    "repeat, split",
+    [(0, False), (1, False), (0, True)],  # twice: the copy races the next execution
+)
+def test_async_saves_at_every_execution_hold_the_weights_of_their_step(
+    base, repeat, split, monkeypatch
+):
+    """The next execution donates the state while the background thread writes the copy.
+
+    ``split``: as when arrays are split over processes (no whole host copy), orbax's
+    AsyncCheckpointer copies them and phalanx's thread waits for it (then uploads)."""
+    from phalanx.checkpoint import _background
+
+    if split:
+        monkeypatch.setattr(_background, "host_arrays", lambda arrays: None)
     model = _model(spe=2)
     manager = CheckpointManager(
         f"{base}/every-{repeat}",
