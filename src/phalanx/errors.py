@@ -343,6 +343,15 @@ class LayoutError(PhalanxError, ValueError):
     variable's spec (unknown mesh axis, one entry per axis, axis sizes that divide)."""
 
 
+class OptimizerArgumentError(PhalanxError, ValueError, TypeError):
+    """An optimizer's constructor got an argument it cannot use (``SGD(momentum=2)``)."""
+
+
+class LossArgumentError(PhalanxError, ValueError, TypeError):
+    """A loss got an argument, or targets and predictions, it cannot use (``reduction="x"``,
+    one-hot targets of 3 classes for 4 outputs)."""
+
+
 __all__ = sorted(
     name
     for name, value in list(globals().items())

@@ -16,6 +16,8 @@ from phalanx.errors import (
     LabelOutOfRangeError,
     LayerArgumentError,
     LearningRateValueError,
+    LossArgumentError,
+    OptimizerArgumentError,
     UnknownNameError,
     WeightsFileError,
 )
@@ -45,6 +47,12 @@ def _sparse_fit(labels):
     return lambda: model.fit(
         X, np.asarray(labels, np.float32), batch_size=4, verbose=0, shuffle=False
     )
+
+
+def _evaluate_twice(generator):
+    model = _model()
+    model.evaluate(generator, verbose=0)
+    return model.evaluate(generator, verbose=0)
 
 
 def _schedule_fit(schedule, **kwargs):
@@ -280,6 +288,75 @@ CASES = [
         WeightsFileError,
         r"'.*/f' is a file, not a folder",
     ),
+    # steps, class_weight and empty inputs
+    Case(
+        "fit Dataset steps_per_epoch 0",
+        _fit(phalanx.data.Dataset.from_tensor_slices((X, Y)).batch(4), steps_per_epoch=0),
+        FitInputError,
+        r"steps_per_epoch must be a positive int, got 0 \(int\)",
+    ),
+    Case(
+        "fit Dataset steps_per_epoch a str",
+        _fit(phalanx.data.Dataset.from_tensor_slices((X, Y)).batch(4), steps_per_epoch="3"),
+        FitInputError,
+        r"steps_per_epoch must be a positive int, got '3' \(str\)",
+    ),
+    Case(
+        "fit arrays with batch_size and steps_per_epoch 0",
+        _fit(X, Y, batch_size=4, steps_per_epoch=0),
+        FitInputError,
+        r"steps_per_epoch must be a positive int, got 0",
+    ),
+    Case(
+        "evaluate Dataset steps -1",
+        lambda: _model().evaluate(
+            phalanx.data.Dataset.from_tensor_slices((X, Y)).batch(4), steps=-1, verbose=0
+        ),
+        FitInputError,
+        r"got -1 .*evaluate's or predict's steps",
+    ),
+    Case(
+        "fit empty Dataset",
+        _fit(phalanx.data.Dataset.from_tensor_slices((X[:0], Y[:0])).batch(4)),
+        FitInputError,
+        r"The input yielded no batches: the dataset is empty",
+    ),
+    Case(
+        "fit empty filtered Dataset",
+        _fit(phalanx.data.Dataset.from_tensor_slices((X, Y)).filter(lambda x, y: False).batch(4)),
+        FitInputError,
+        r"The input yielded no batches",
+    ),
+    Case(
+        "evaluate a used-up generator",
+        lambda: _evaluate_twice(_stream((X[:4], Y[:4]))),
+        FitInputError,
+        r"The input yielded no batches: .*a generator that was used up already",
+    ),
+    Case(
+        "fit empty arrays",
+        _fit(X[:0], Y[:0]),
+        FitInputError,
+        r"The input arrays hold no examples",
+    ),
+    Case(
+        "fit class_weight a list",
+        _fit(X, Y, class_weight=[1.0, 2.0]),
+        FitInputError,
+        r"class_weight must be a dict \{class index: weight\}, got list \[1.0, 2.0\]",
+    ),
+    Case(
+        "fit class_weight named classes",
+        _fit(X, Y, class_weight={"cat": 1.0}),
+        FitInputError,
+        r"class_weight maps class indices \(ints >= 0\) to weights \(numbers\); got 'cat': 1.0",
+    ),
+    Case(
+        "fit class_weight negative class",
+        _fit(X, Y, class_weight={-1: 2.0}),
+        FitInputError,
+        r"got -1: 2.0",
+    ),
     # compile's arguments
     Case(
         "compile steps_per_execution 0",
@@ -342,6 +419,48 @@ CASES = [
         r"Cannot use int 3 as an optimizer",
     ),
     # constructor arguments a typo or a unit slip gets wrong
+    Case(
+        "SGD momentum 2",
+        lambda: phalanx.optimizers.SGD(momentum=2),
+        OptimizerArgumentError,
+        r"SGD momentum must be a number in \[0, 1\], got 2; e.g. SGD\(learning_rate=0.01, "
+        r"momentum=0.9\)",
+    ),
+    Case(
+        "SGD momentum a word",
+        lambda: phalanx.optimizers.SGD(momentum="high"),
+        OptimizerArgumentError,
+        r"SGD momentum .*got 'high'",
+    ),
+    Case(
+        "AdamW without weight_decay",
+        lambda: phalanx.optimizers.AdamW(weight_decay=None),
+        OptimizerArgumentError,
+        r"AdamW needs a weight_decay",
+    ),
+    Case(
+        "two clipping arguments",
+        lambda: phalanx.optimizers.Adam(clipnorm=1.0, clipvalue=0.5),
+        OptimizerArgumentError,
+        r"Only one of clipnorm, clipvalue and global_clipnorm",
+    ),
+    Case(
+        "loss reduction unknown",
+        lambda: phalanx.losses.MeanSquaredError(reduction="avg"),
+        LossArgumentError,
+        r"reduction must be one of .*got 'avg'",
+    ),
+    Case(
+        "fit one-hot targets of the wrong width",
+        _fit(
+            X,
+            np.eye(3, dtype=np.float32)[np.arange(8) % 3],
+            model=_model("categorical_crossentropy", units=4),
+        ),
+        LossArgumentError,
+        r"categorical_crossentropy expects one-hot targets of the output's shape. Received "
+        r"targets of shape \(3,\) and predictions of shape \(4,\) per example",
+    ),
     Case(
         "Adam negative learning rate",
         lambda: phalanx.optimizers.Adam(-1.0),

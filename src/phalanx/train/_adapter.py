@@ -176,6 +176,11 @@ class ArrayAdapter:
         x = _as_host(x)
         y = _as_host(y) if y is not None else None
         self.num_examples = _leading((x, y) if y is not None else x)
+        if self.num_examples == 0:
+            raise FitInputError(
+                "The input arrays hold no examples (their first dimension is 0). Pass at least "
+                "one example."
+            )
         if sample_weight is None:
             sw = np.ones(self.num_examples, np.float32)
         else:
@@ -373,6 +378,8 @@ class IterableAdapter:
     def _generate(self, it: Iterator, epoch: int, start: int = 0) -> Iterator[Execution]:
         limit = self.steps_per_epoch
         step = start
+        if limit == 0:  # a dataset of length 0
+            raise _no_batches()
         source = self._batches(it)
         if self._ahead:  # a one-shot input's batch read at the end of the last epoch
             source, self._ahead = itertools.chain(self._ahead, source), []
@@ -386,6 +393,8 @@ class IterableAdapter:
                 self._read, self._continued = 0, False
                 source = self._batches(it)
                 batches = list(itertools.islice(source, want))
+            if not batches and step == start == 0:
+                raise _no_batches()
             if len(batches) < want:
                 self._end_of_input(step + len(batches), limit)
             if not batches:
@@ -705,6 +714,14 @@ def _set_input_state(it, state) -> None:
     set_state(state)
 
 
+def _no_batches() -> FitInputError:
+    return FitInputError(
+        "The input yielded no batches: the dataset is empty, or a generator that was used up "
+        "already (a generator can be iterated once: pass a Dataset, e.g. "
+        "Dataset.from_generator(make_batches, output_signature=...))."
+    )
+
+
 #: Keras 3's warning (``EpochIterator._interrupted_warning``), word for word.
 OUT_OF_DATA = (
     "Your input ran out of data; interrupting training. Make sure that your dataset or "
@@ -763,6 +780,8 @@ def make_adapter(
         dataset or generator ``batch_size`` is ignored, as Keras).
       BatchNotDivisibleError: the global batch does not split over the replicas.
     """
+    _check_steps(steps)
+    _check_class_weight(class_weight)
     if is_array_like(x):
         if batch_size is None:
             batch_size, hint = _default_batch_size(x, y, sample_weight, steps)
@@ -814,16 +833,46 @@ def _default_batch_size(x, y, sample_weight, steps) -> tuple[int, str]:
         return 32, "(batch_size defaults to 32: pass batch_size=.)"
     present = [t for t in (x, y, sample_weight) if t is not None]
     n = _leading(present)
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise FitInputError(
-            f"steps_per_epoch must be a positive int, got {steps!r}; or leave it out for one "
-            "pass over the arrays."
-        )
     size = max(1, math.ceil(n / steps))
     return size, (
         f"With no batch_size, it is ceil({n} / {steps}) = {size} (the examples over "
         "steps_per_epoch, as Keras): pass batch_size= explicitly."
     )
+
+
+def _check_steps(steps) -> None:
+    """``steps_per_epoch`` (``validation_steps``, evaluate's and predict's ``steps``): None or >= 1."""
+    if steps is None:
+        return
+    if isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps < 1:
+        raise FitInputError(
+            f"steps_per_epoch must be a positive int, got {steps!r} ({type(steps).__name__}); "
+            "or leave it out for one pass over the input (the same for validation_steps and "
+            "evaluate's or predict's steps)."
+        )
+
+
+def _check_class_weight(class_weight) -> None:
+    """``class_weight``: None or a dict {class index (int >= 0): weight (a number)}, as Keras."""
+    if class_weight is None:
+        return
+    if not isinstance(class_weight, dict):
+        raise FitInputError(
+            f"class_weight must be a dict {{class index: weight}}, got "
+            f"{type(class_weight).__name__} {class_weight!r}; e.g. class_weight={{0: 1.0, 1: "
+            "5.0}. For a weight per example, pass sample_weight."
+        )
+    for cls, weight in class_weight.items():
+        index_ok = not isinstance(cls, bool) and isinstance(cls, int | np.integer) and cls >= 0
+        weight_ok = not isinstance(weight, bool | str) and isinstance(
+            weight, int | float | np.integer | np.floating
+        )
+        if not (index_ok and weight_ok):
+            raise FitInputError(
+                f"class_weight maps class indices (ints >= 0) to weights (numbers); got "
+                f"{cls!r}: {weight!r}. Map label values to weights, e.g. class_weight={{0: "
+                "1.0, 1: 5.0}; one-hot targets count by their argmax."
+            )
 
 
 def is_array_like(x) -> bool:

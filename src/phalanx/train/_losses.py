@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from ..errors import CompileArgumentError, UnknownNameError
+from ..errors import CompileArgumentError, LossArgumentError, UnknownNameError
 from ._logits import Logits
 
 EPSILON = 1e-7
@@ -34,7 +34,7 @@ def _as_logits(logits: Any, activation: str) -> jax.Array | None:
     if logits is None:
         return None
     if not isinstance(logits, Logits):
-        raise TypeError(
+        raise LossArgumentError(
             "logits= must be a phalanx Logits (what Sequential(..., return_logits=True) "
             f"returns) or None, got {type(logits).__name__}. For raw logits as "
             "predictions use from_logits=True."
@@ -214,7 +214,10 @@ class Loss:
     def __init__(self, *, name: str | None = None, reduction: str | None = "none"):
         reduction = "none" if reduction is None else reduction
         if reduction not in _REDUCTIONS:
-            raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}.")
+            raise LossArgumentError(
+                f"reduction must be one of {_REDUCTIONS}, got {reduction!r}; 'none' (the "
+                "default) gives one loss per example."
+            )
         self.name = name
         self.reduction = reduction
 
@@ -255,9 +258,10 @@ class Loss:
         y_true, y_pred = jnp.asarray(y_true), jnp.asarray(y_pred)
         problem = self.check_shapes(y_true.shape[1:], y_pred.shape[1:])
         if problem is not None:
-            raise ValueError(
-                f"{problem} Received targets of shape {y_true.shape} and predictions of shape "
-                f"{y_pred.shape} (batch axis first)."
+            raise LossArgumentError(
+                f"{problem} Received targets of shape {y_true.shape[1:]} and predictions of "
+                f"shape {y_pred.shape[1:]} per example. Give y the model's output shape (for "
+                "class indices, use a sparse_ loss)."
             )
         values = jnp.asarray(self.call(y_true, y_pred, logits))
         batch = y_pred.shape[0] if y_pred.ndim else 1

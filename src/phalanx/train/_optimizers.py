@@ -17,6 +17,7 @@ Keras's epsilon placement, instead of optax's.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import optax
@@ -24,6 +25,7 @@ import optax
 from ..errors import (
     CompileArgumentError,
     LearningRateValueError,
+    OptimizerArgumentError,
     StatefulAPIError,
     UnknownNameError,
 )
@@ -60,7 +62,7 @@ class Optimizer:
         name: str | None = None,
     ):
         if sum(c is not None for c in (clipnorm, clipvalue, global_clipnorm)) > 1:
-            raise ValueError(
+            raise OptimizerArgumentError(
                 "Only one of clipnorm, clipvalue and global_clipnorm can be set, got "
                 f"clipnorm={clipnorm}, clipvalue={clipvalue}, global_clipnorm={global_clipnorm}."
             )
@@ -153,8 +155,12 @@ class SGD(Optimizer):
 
     def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, **kwargs):
         super().__init__(learning_rate, **kwargs)
-        if not 0.0 <= momentum <= 1.0:
-            raise ValueError(f"momentum must be in [0, 1], got {momentum}.")
+        number = isinstance(momentum, numbers.Real) and not isinstance(momentum, bool)
+        if not number or not 0.0 <= momentum <= 1.0:
+            raise OptimizerArgumentError(
+                f"SGD momentum must be a number in [0, 1], got {momentum!r}; e.g. "
+                "SGD(learning_rate=0.01, momentum=0.9)."
+            )
         self.momentum = float(momentum)
         self.nesterov = nesterov
 
@@ -217,7 +223,10 @@ class AdamW(Adam):
         **kwargs,
     ):
         if weight_decay is None:
-            raise ValueError("AdamW needs a weight_decay (a float); use Adam for none.")
+            raise OptimizerArgumentError(
+                "AdamW needs a weight_decay (a float, e.g. AdamW(weight_decay=0.004), Keras's "
+                "default); use Adam for none."
+            )
         super().__init__(
             learning_rate, beta_1, beta_2, epsilon, amsgrad, weight_decay=weight_decay, **kwargs
         )
