@@ -303,6 +303,25 @@ class ModelIntrospection:
             f"{[layer.name for layer in layers]}."
         )
 
+    @property
+    def input_shape(self) -> Any:
+        """The inputs' shapes, batch axis None: ``(None, 784)``, a list for several (Keras's)."""
+        return self._io_shape("input")
+
+    @property
+    def output_shape(self) -> Any:
+        """The outputs' shapes, batch axis None: ``(None, 10)``, a list for several (Keras's)."""
+        return self._io_shape("output")
+
+    def _io_shape(self, which: str) -> Any:
+        shape = getattr(self._introspection_module(), f"{which}_shape", None)
+        if shape is None:
+            raise AttributeError(
+                f"Model {self.name!r} has no defined {which} shape yet: start it with "
+                "layers.Input(shape=...) (or input_shape= on the first layer), or call it once."
+            )
+        return _batched(shape)
+
     def _weight_views(self) -> list[Weight]:
         module = self._introspection_module()
         if module is None or not self.built:
@@ -380,3 +399,12 @@ class ModelIntrospection:
                 f"Model {self.name!r} has no layers yet: build it before setting trainable."
             )
         self._module.trainable = value
+
+
+def _batched(shape: Any) -> Any:
+    """``(8,)`` -> ``(None, 8)``; several inputs (a list or dict) -> a list, as Keras 3."""
+    if isinstance(shape, dict):
+        return [_batched(s) for s in shape.values()]
+    if isinstance(shape, list):
+        return [_batched(s) for s in shape]
+    return (None, *shape)

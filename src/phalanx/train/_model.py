@@ -60,6 +60,16 @@ from ._validate import FitInputError, check_inputs, check_learning_rate
 log = logging.getLogger("phalanx")
 
 
+def _per_example(shape: Any) -> Any:
+    """``build``'s shapes without Keras's batch axis: ``(None, 784)`` -> ``(784,)``."""
+    if isinstance(shape, dict):
+        return {k: _per_example(v) for k, v in shape.items()}
+    if isinstance(shape, list | tuple) and any(isinstance(s, list | tuple) for s in shape):
+        return [_per_example(s) for s in shape]  # one shape per input
+    shape = tuple(shape)
+    return shape[1:] if len(shape) >= 2 and shape[0] is None else shape
+
+
 class Model(ModelIntrospection):
     """A trainable model: a flax.nnx module plus Keras's training API.
 
@@ -149,16 +159,18 @@ class Model(ModelIntrospection):
         return getattr(self._module, "built", True)
 
     def build(self, input_shape: Sequence[int | None]) -> None:
-        """Creates the weights for inputs of ``input_shape`` (per example, no batch axis).
+        """Creates the weights for inputs of ``input_shape``.
 
-        Several inputs: a list or dict of shapes, as the model's inputs.
+        Keras's batch shape (``(None, 28, 28, 1)``: a leading None is the batch
+        axis) or the shape of one example (``(28, 28, 1)``). Several inputs: a
+        list or dict of shapes, as the model's inputs.
         """
         _subclassed.ensure_module(self)
         builder = getattr(self._module, "_phalanx_build", None) or getattr(
             self._module, "build", None
         )
         if callable(builder) and not self._is_module_built():
-            builder(input_shape if isinstance(input_shape, dict | list) else tuple(input_shape))
+            builder(_per_example(input_shape))
 
     def _ensure_built(self, x_example: Any) -> None:
         if self.built:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ._layer import Layer
-from ._model import Model
+from ._model import Model, _per_example
 from ._network import Sequential as _Network
 
 
@@ -48,6 +48,10 @@ class Sequential(Model):
         return self._module.pop()
 
     def build(self, input_shape: Sequence[int | None] | None = None) -> None:
-        """Creates the weights for inputs of ``input_shape`` (per example, no batch axis)."""
+        """Creates the weights for inputs of ``input_shape``.
+
+        Keras's batch shape (``(None, 28, 28, 1)``: a leading None is the batch
+        axis) or the shape of one example (``(28, 28, 1)``).
+        """
         if not self.built:
-            self._module.build(None if input_shape is None else tuple(input_shape))
+            self._module.build(None if input_shape is None else _per_example(input_shape))
