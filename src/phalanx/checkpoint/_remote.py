@@ -24,8 +24,8 @@ that orbax reads, then delete it.
 
 With ``async_save`` the arrays are copied to the host and every step runs in
 one background thread (``_background``); the next save, ``wait_until_finished``
-and ``close`` wait for it and raise its error. A save still uploading when the interpreter
-exits is abandoned uncommitted (call ``close()`` before the script ends).
+and ``close`` wait for it and raise its error. A save still uploading when the
+interpreter exits is abandoned uncommitted (call ``close()`` before the script ends).
 
 Several processes must call ``save`` alike with a staging folder they share
 (``PHALANX_CHECKPOINT_STAGING``, default the temporary directory: right for
@@ -35,7 +35,6 @@ processes of one machine), because orbax merges the processes' files in it.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import posixpath
 import re
@@ -47,8 +46,6 @@ from typing import Any
 
 from ..errors import CheckpointError, CheckpointNotFoundError
 from . import _background, _io
-
-log = logging.getLogger("phalanx")
 
 #: The object written last into a remote checkpoint: it exists only once every file is there.
 MARKER = "phalanx_checkpoint_committed"
