@@ -21,6 +21,7 @@ from . import _mixed_precision, _multi_output
 from . import losses as _losses
 from . import metrics as _metrics
 from . import optimizers as _optimizers
+from ._keras_scalars import KerasFloat, KerasInt
 
 if TYPE_CHECKING:
     from ._model import Model
@@ -63,12 +64,12 @@ class OptimizerHandle:
         """The current learning rate (a schedule's: its value at ``iterations``, as Keras)."""
         schedule = getattr(self._optimizer, "learning_rate", None)
         if callable(schedule):
-            return float(jax.device_get(schedule(self.iterations)))
+            return KerasFloat(jax.device_get(schedule(self.iterations)))
         state = self._model._state
         if state is not None:
             value = _optimizers.get_learning_rate(state.opt_state)
             if value is not None:
-                return float(jax.device_get(value))
+                return KerasFloat(jax.device_get(value))
         lr = getattr(self._optimizer, "learning_rate", None)
         if lr is None or callable(lr):
             raise TypeError(
@@ -76,7 +77,7 @@ class OptimizerHandle:
                 f"{lr!r}. Use a phalanx optimizer (e.g. phalanx.optimizers.Adam) with a float "
                 "learning_rate."
             )
-        return float(lr)
+        return KerasFloat(lr)
 
     @learning_rate.setter
     def learning_rate(self, value: float) -> None:
@@ -92,7 +93,7 @@ class OptimizerHandle:
     def iterations(self) -> int:
         """The number of optimizer steps taken so far (Keras's ``optimizer.iterations``)."""
         state = self._model._state
-        return 0 if state is None else int(jax.device_get(state.step))
+        return KerasInt(0 if state is None else jax.device_get(state.step))
 
     def __repr__(self) -> str:
         return f"OptimizerHandle({self._optimizer!r})"
