@@ -41,23 +41,9 @@ def fused_program(kind: str, config: _step.StepConfig, strategy, *, resident: bo
     return _Program(kind, config, strategy, resident)
 
 
-class _Program:
-    """Compiled on the first call, when the state's structure (and so its layout) is known."""
-
-    def __init__(self, kind: str, config: _step.StepConfig, strategy, resident: bool):
-        self.kind, self.config, self.strategy, self.resident = kind, config, strategy, resident
-        self.jitted = None
-
-    def __call__(self, state, data, xs, steps):
-        if self.jitted is None:
-            self.jitted = self._compile(state)
-        return self.jitted(state, data, xs, steps)
-
-    def lower(self, state, data, xs, steps):
-        """``jax.jit``'s ``lower`` of the program (``bench/memory.py`` reads its memory analysis)."""
-        if self.jitted is None:
-            self.jitted = self._compile(state)
-        return self.jitted.lower(state, data, xs, steps)
+class _Program(_sharded._Program):
+    """``_sharded._Program`` (compiled on the first call, when the state's structure and so
+    its layout is known), compiling the replicated step with the state's layout pinned."""
 
     def _compile(self, state) -> Callable:
         return _step.fused_program(
