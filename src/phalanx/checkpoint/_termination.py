@@ -27,8 +27,6 @@ import math
 import os
 import signal
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from typing import Any
 
@@ -192,6 +190,8 @@ def on_gce() -> bool:
 
 
 def _gce_get(path: str) -> str:
+    import urllib.request  # here, not at import: most processes never ask GCE
+
     request = urllib.request.Request(gce_metadata_url(path), headers={"Metadata-Flavor": "Google"})
     with urllib.request.urlopen(request, timeout=GCE_REQUEST_TIMEOUT_S) as response:
         return response.read().decode("utf-8", "replace").strip()
@@ -217,7 +217,7 @@ def gce_termination_watcher() -> Callable[[], bool]:
             if _gce_get("instance/preempted").upper() == "TRUE":
                 return True
             return _gce_get("instance/maintenance-event") == "TERMINATE_ON_HOST_MAINTENANCE"
-        except (OSError, urllib.error.URLError, ValueError) as e:
+        except (OSError, ValueError) as e:  # urllib's URLError is an OSError
             if not failed:
                 failed.append(e)
                 log.warning(
