@@ -173,6 +173,36 @@ CASES = [
         r"LayerNormalization axis must be an int .*got 'x' \(str\)",
     ),
     Case(
+        "Reshape two unknown sizes",
+        lambda: layers.Reshape((-1, -1)),
+        LayerArgumentError,
+        r"Reshape target_shape holds sizes >= 0 and at most one -1 \(inferred\), got \(-1, -1\)",
+    ),
+    Case(
+        "Reshape a str",
+        lambda: layers.Reshape("28x28"),
+        LayerArgumentError,
+        r"target_shape must be a tuple of ints .*got str '28x28'",
+    ),
+    Case(
+        "Dense input_shape of floats",
+        lambda: layers.Dense(2, input_shape=(3.5,)),
+        LayerArgumentError,
+        r"input_shape must be a tuple of ints .*got tuple \(3.5,\)",
+    ),
+    Case(
+        "Input shape a str",
+        lambda: layers.Input(shape="784"),
+        LayerArgumentError,
+        r"must be a tuple of ints .*got str '784'",
+    ),
+    Case(
+        "Embedding input_length a str",
+        lambda: layers.Embedding(10, 4, input_length="5"),
+        LayerArgumentError,
+        r"Embedding input_length must be a positive int, got '5' \(str\)",
+    ),
+    Case(
         "MultiHeadAttention no heads",
         lambda: layers.MultiHeadAttention(num_heads=0, key_dim=4),
         LayerArgumentError,

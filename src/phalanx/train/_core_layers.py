@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from ..errors import LayerArgumentError
 from . import _activations, _initializers, _layer_args, _regularizers
 from ._layer import Layer, Shape, format_shape, normalize_shape
 from ._layer_args import positive_int
@@ -241,7 +242,9 @@ class Dropout(Layer):
     ):
         super().__init__(name=name, input_shape=input_shape)
         self.rate = _layer_args.rate(type(self).__name__, "rate", rate, one=True)
-        self.noise_shape = None if noise_shape is None else tuple(noise_shape)
+        self.noise_shape = (
+            None if noise_shape is None else normalize_shape(noise_shape, "noise_shape")
+        )
         self.seed = seed
         self.dropout = nnx.data(None)
 
@@ -314,8 +317,11 @@ class Reshape(Layer):
     def __init__(self, target_shape: Any, *, name: str | None = None, input_shape: Any = None):
         super().__init__(name=name, input_shape=input_shape)
         target = normalize_shape(target_shape, "target_shape")
-        if sum(d == -1 for d in target) > 1:
-            raise ValueError(f"Reshape target_shape may hold at most one -1, got {target}.")
+        if sum(d == -1 for d in target) > 1 or any(d is None or d < -1 for d in target):
+            raise LayerArgumentError(
+                f"Reshape target_shape holds sizes >= 0 and at most one -1 (inferred), got "
+                f"{target}; e.g. Reshape((28, 28, 1)) or Reshape((-1, 1))."
+            )
         self.target_shape = target
 
     def compute_output_shape(self, input_shape: Shape) -> Shape:
@@ -383,7 +389,14 @@ class Embedding(Layer):
         input_length: int | None = None,
     ):
         if input_shape is None and input_length is not None:
-            input_shape = (input_length,)
+            input_shape = (
+                positive_int(
+                    "Embedding",
+                    "input_length",
+                    input_length,
+                    "Embedding(1000, 64, input_length=10)",
+                ),
+            )
         super().__init__(name=name, input_shape=input_shape)
         self.input_dim = positive_int("Embedding", "input_dim", input_dim, "Embedding(1000, 64)")
         self.output_dim = positive_int("Embedding", "output_dim", output_dim, "Embedding(1000, 64)")

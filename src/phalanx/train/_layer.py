@@ -47,7 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from ..errors import LayerShapeError, NotBuiltError
+from ..errors import LayerArgumentError, LayerShapeError, NotBuiltError
 from . import _activations, _mixed_precision
 from ._regularizers import Regularized
 
@@ -64,15 +64,27 @@ def normalize_shape(shape: Any, what: str = "input_shape") -> Shape | None:
     """Returns ``shape`` as a tuple of ints (or None entries), or None for None."""
     if shape is None:
         return None
-    if isinstance(shape, int | np.integer):
+    if isinstance(shape, int | np.integer) and not isinstance(shape, bool):
         return (int(shape),)
-    try:
-        return tuple(None if d is None else int(d) for d in shape)
-    except TypeError:
-        raise TypeError(
+    dims = None if isinstance(shape, str | bytes) else _dims(shape)
+    if dims is None:
+        raise LayerArgumentError(
             f"{what} must be a tuple of ints (per example, without the batch axis), "
-            f"got {type(shape).__name__} {shape!r}."
-        ) from None
+            f"got {type(shape).__name__} {shape!r}; e.g. {what}=(28, 28, 1)."
+        )
+    return dims
+
+
+def _dims(shape: Any) -> Shape | None:
+    """``shape``'s entries as ints or None, or None when it is not a sequence of such."""
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        return None
+    ok = all(
+        d is None or (isinstance(d, int | np.integer) and not isinstance(d, bool)) for d in dims
+    )
+    return tuple(None if d is None else int(d) for d in dims) if ok else None
 
 
 def format_shape(shape: Sequence[int | None] | None, batch: Any = None) -> str:

@@ -260,8 +260,9 @@ class Loss:
         if problem is not None:
             raise LossArgumentError(
                 f"{problem} Received targets of shape {y_true.shape[1:]} and predictions of "
-                f"shape {y_pred.shape[1:]} per example. Give y the model's output shape (for "
-                "class indices, use a sparse_ loss)."
+                f"shape {y_pred.shape[1:]} per example (in a batch: {y_true.shape} and "
+                f"{y_pred.shape}). Give y the model's output shape (for class indices, use a "
+                "sparse_ loss)."
             )
         values = jnp.asarray(self.call(y_true, y_pred, logits))
         batch = y_pred.shape[0] if y_pred.ndim else 1
