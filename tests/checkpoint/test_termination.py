@@ -119,6 +119,31 @@ def test_save_fn_replaces_the_save_and_exit_fn_takes_no_argument(manager):
     assert mgr.latest_checkpoint is None  # the manager's save did not run
 
 
+def test_a_failing_watcher_is_logged_once_and_its_later_notice_still_counts(
+    manager, monkeypatch, caplog
+):
+    model, mgr = manager
+    monkeypatch.setattr(_preemption, "WATCH_INTERVAL_S", 0.01)  # polled every 10 ms here
+    calls, exits = [], []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) <= 20:
+            raise ConnectionError("metadata down")
+        return True
+
+    config = TerminationConfig(termination_watcher_fn=flaky, exit_fn=lambda: exits.append(1))
+    handler = PreemptionCheckpointHandler(mgr, termination_config=config)
+    try:
+        with caplog.at_level("WARNING", logger="phalanx"):
+            _train_until(handler, model, lambda: bool(exits))
+    finally:
+        handler.close()
+    assert len(calls) > 20 and exits == [1] and mgr.latest_checkpoint is not None
+    raised = [r for r in caplog.records if "termination watcher raised" in r.getMessage()]
+    assert len(raised) == 1 and "ConnectionError('metadata down')" in raised[0].getMessage()
+
+
 def test_grace_period_saves_at_once_trains_on_and_exits_near_its_end(manager, monkeypatch):
     model, mgr = manager
     now = [1000.0]

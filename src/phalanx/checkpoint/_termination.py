@@ -250,13 +250,20 @@ class Watch:
         )
 
     def _loop(self, watcher, notify, interval_s) -> None:
+        failures = 0
         while not self._stop.is_set():
             try:
                 if watcher():
                     notify()
                     return
             except Exception as e:  # a user's watcher failing must not end the training
-                log.warning("phalanx: the termination watcher raised %r; watching on.", e)
+                failures += 1  # polled every second: warn once, not once a second
+                log.log(
+                    logging.WARNING if failures == 1 else logging.DEBUG,
+                    "phalanx: the termination watcher raised %r; watching on (further "
+                    "failures are logged at DEBUG level).",
+                    e,
+                )
             self._stop.wait(interval_s)
 
     def stop(self) -> None:
