@@ -100,13 +100,10 @@ class BackupAndRestore(Callback):
         self.save_freq = save_freq
         self.delete_checkpoint = bool(delete_checkpoint)
         self.async_save = bool(async_save)
-        from ..checkpoint import TerminationConfig
+        if termination_config is not None:
+            from ..checkpoint._preemption import check_termination_config
 
-        if termination_config is not None and not isinstance(termination_config, TerminationConfig):
-            raise CheckpointError(
-                "BackupAndRestore(termination_config=...) must be a "
-                f"phalanx.checkpoint.TerminationConfig, got {type(termination_config).__name__}."
-            )
+            check_termination_config(termination_config, "BackupAndRestore")
         self.termination_config = termination_config
         self.save_before_preemption = bool(save_before_preemption) or termination_config is not None
         self._manager: Any = None

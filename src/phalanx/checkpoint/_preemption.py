@@ -268,14 +268,21 @@ def _saver(checkpoint: Any, checkpoint_dir: Any) -> tuple[Callable, Callable]:
     )
 
 
-def _check_config(config: Any, exit_fn: Any) -> TerminationConfig:
+def check_termination_config(config: Any, owner: str) -> TerminationConfig:
+    """``config``, or the default ``TerminationConfig()`` for None; else ``CheckpointError``."""
     if config is None:
         return TerminationConfig()
     if not isinstance(config, TerminationConfig):
         raise CheckpointError(
-            "PreemptionCheckpointHandler(termination_config=...) must be a "
-            f"phalanx.checkpoint.TerminationConfig, got {type(config).__name__}."
+            f"{owner}(termination_config=...) must be a phalanx.checkpoint.TerminationConfig, "
+            f"got {config!r} ({type(config).__name__}); build one, e.g. "
+            "TerminationConfig(termination_watcher_fn=my_fn, grace_period=30)."
         )
+    return config
+
+
+def _check_config(config: Any, exit_fn: Any) -> TerminationConfig:
+    config = check_termination_config(config, "PreemptionCheckpointHandler")
     if exit_fn is not None and config.exit_fn is not None:
         raise CheckpointError(
             "PreemptionCheckpointHandler got exit_fn= and termination_config.exit_fn: give one."
