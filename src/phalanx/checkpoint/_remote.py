@@ -258,6 +258,7 @@ class RemoteWriter:
         self._commit(*commit)
 
     def _commit(self, url, staging, local, tag, after_commit) -> None:
+        """Steps 2-4 of the module docs: clear the URL, upload, agree, write the marker."""
         from ..cluster import _agree
 
         me, n = _processes()
@@ -266,24 +267,7 @@ class RemoteWriter:
             if me == 0:
                 remove(url)
             _agree.all_have(f"{tag}/cleared", True, timeout_s=timeout)
-            count, failure = 0, None
-            try:
-                if self._background.stop.is_set():
-                    raise CheckpointError(
-                        "the interpreter exited before it finished: call close() or "
-                        "wait_until_finished() before the script ends"
-                    )
-                count = upload(local, url, process=me, processes=n)
-            except Exception as error:  # every process must still answer the agreement
-                failure = error
-            agreed = _agree.all_have(f"{tag}/uploaded", failure is None, timeout_s=timeout)
-            if not all(agreed):
-                failed = [p for p, good in enumerate(agreed) if not good]
-                why = f": {type(failure).__name__}: {failure}" if failure is not None else ""
-                raise CheckpointError(
-                    f"Checkpoint {url!r} was not committed: processes {failed} failed to upload "
-                    f"their files{why}. The previous checkpoint is still the latest."
-                ) from failure
+            count = self._upload_agreed(local, url, f"{tag}/uploaded", timeout)
             if me == 0:
                 loc = _locate(join(url, MARKER))
                 with loc.fs.open(loc.path, "wb") as f:
@@ -294,6 +278,35 @@ class RemoteWriter:
         finally:
             self.pending = None
             shutil.rmtree(staging, ignore_errors=True)
+
+    def _upload_agreed(self, local: str, url: str, tag: str, timeout: float) -> int:
+        """Uploads this process's files; returns their count once every process succeeded.
+
+        Raises:
+          CheckpointError: a process failed (named, with this process's error).
+        """
+        from ..cluster import _agree
+
+        me, n = _processes()
+        count, failure = 0, None
+        try:
+            if self._background.stop.is_set():
+                raise CheckpointError(
+                    "the interpreter exited before it finished: call close() or "
+                    "wait_until_finished() before the script ends"
+                )
+            count = upload(local, url, process=me, processes=n)
+        except Exception as error:  # every process must still answer the agreement
+            failure = error
+        agreed = _agree.all_have(tag, failure is None, timeout_s=timeout)
+        if not all(agreed):
+            failed = [p for p, good in enumerate(agreed) if not good]
+            why = f": {type(failure).__name__}: {failure}" if failure is not None else ""
+            raise CheckpointError(
+                f"Checkpoint {url!r} was not committed: processes {failed} failed to upload "
+                f"their files{why}. The previous checkpoint is still the latest."
+            ) from failure
+        return count
 
     def wait_until_finished(self) -> None:
         """Waits for the save in progress to be committed; raises its error if it failed."""
