@@ -346,8 +346,25 @@ def test_layout_map_matches_as_keras():
 
 
 def test_bad_meshes_and_maps_name_what_to_fix():
-    with pytest.raises(LayoutError, match=r"shape \(4, 4\) holds 16 devices, but 8"):
+    with pytest.raises(
+        LayoutError, match=r"shape \(4, 4\) holds 16 devices, but jax.devices\(\) has 8"
+    ):
         DeviceMesh((4, 4), ("data", "model"))
+    with pytest.raises(LayoutError, match=r"holds 16 devices, but devices= has 4"):
+        DeviceMesh((4, 4), ("data", "model"), devices=jax.devices()[:4])
+    for shape in ((0, 2), (True, 8), (2.0, 4), 8):
+        with pytest.raises(LayoutError, match="non-empty tuple of positive ints"):
+            DeviceMesh(shape, ("data", "model"))
+    with pytest.raises(
+        LayoutError, match=r"devices= must be a sequence of jax devices, got \[0, 1\]"
+    ):
+        DeviceMesh((2,), ("data",), devices=[0, 1])
+    with pytest.raises(LayoutError, match="got a device twice"):
+        DeviceMesh((2,), ("data",), devices=jax.devices()[:1] * 2)
+    grid = np.array(jax.devices()).reshape(4, 2)  # a grid of devices is read flat
+    assert DeviceMesh((4, 2), ("data", "model"), devices=grid).devices.tolist() == grid.tolist()
+    with pytest.raises(LayoutError, match=r"has no axis 'batch'; use one of \('data', 'model'\)"):
+        DeviceMesh((4, 2), ("data", "model")).axis_size("batch")
     with pytest.raises(LayoutError, match="one axis name per axis"):
         DeviceMesh((4, 2), ("data",))
     with pytest.raises(LayoutError, match="unique non-empty strings"):
@@ -359,6 +376,8 @@ def test_bad_meshes_and_maps_name_what_to_fix():
         layout_map["dense/kernel"] = (None, "batch")
     with pytest.raises(LayoutError, match="splits over a mesh axis twice"):
         layout_map["dense/kernel"] = ("model", "model")
+    layout_map["dense_9/kernel"] = ((), ("data", "model"))  # () splits over nothing, as None
+    assert layout_map["dense_9/kernel"] == (None, ("data", "model"))
     with pytest.raises(LayoutError, match="not a regular expression"):
         layout_map["dense(/kernel"] = (None, "model")
     with pytest.raises(LayoutError, match="must be a tuple with one entry per axis"):

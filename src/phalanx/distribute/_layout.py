@@ -47,14 +47,16 @@ class DeviceMesh:
     Args:
       shape: the grid's shape, e.g. ``(4, 2)``; its product is the number of devices.
       axis_names: one name per axis, e.g. ``("data", "model")``.
-      devices: the devices in row-major order; None for every device of every
-        process (``jax.devices()``, after ``phalanx.cluster.initialize()`` connects
-        the cluster the environment describes, as ``MultiWorkerMirroredStrategy``
+      devices: the devices in row-major order (a list, or a numpy array of any
+        shape, read flat); None for every device of every process
+        (``jax.devices()``, after ``phalanx.cluster.initialize()`` connects the
+        cluster the environment describes, as ``MultiWorkerMirroredStrategy``
         does; ``PHALANX_CPU_DEVICES=N`` simulates N CPU devices).
 
     Raises:
       LayoutError: an empty or non-positive shape, names that are not one unique
-        string per axis, or a number of devices other than the shape's product.
+        string per axis, devices that are not jax devices or repeat one, or a
+        number of devices other than the shape's product.
 
     Example:
       >>> import jax
@@ -75,21 +77,20 @@ class DeviceMesh:
                 f"DeviceMesh needs one axis name per axis: shape {shape} has {len(shape)} axes, "
                 f"axis_names {names} has {len(names)}."
             )
+        source = "devices="
         if devices is None:  # as MultiWorkerMirroredStrategy: every process's devices
             from ..cluster import initialize
 
             initialize()  # connects the cluster the environment describes; else only applies
             # PHALANX_CPU_DEVICES (N simulated CPU devices); at once when already done
-        devices = list(jax.devices() if devices is None else devices)
+            devices, source = jax.devices(), "jax.devices()"
+        devices = _check_devices(devices)
         if math.prod(shape) != len(devices):
             raise LayoutError(
-                f"DeviceMesh shape {shape} holds {math.prod(shape)} devices, but "
-                f"{len(devices)} device(s) were given ({'jax.devices()' if devices else 'none'}). "
-                f"Use a shape whose product is {len(devices)}, or pass "
+                f"DeviceMesh shape {shape} holds {math.prod(shape)} devices, but {source} has "
+                f"{len(devices)}. Use a shape whose product is {len(devices)}, or pass "
                 f"devices= with {math.prod(shape)} devices (PHALANX_CPU_DEVICES=N simulates N)."
             )
-        if len(set(devices)) != len(devices):
-            raise LayoutError(f"DeviceMesh got a device twice: {devices}.")
         self._shape = shape
         self._axis_names = names
         self._devices = np.empty(len(devices), dtype=object)
@@ -112,7 +113,13 @@ class DeviceMesh:
         return self._devices
 
     def axis_size(self, name: str) -> int:
-        """The number of devices along the axis ``name``."""
+        """The number of devices along the axis ``name``.
+
+        Raises:
+          LayoutError: the mesh has no axis ``name``.
+        """
+        if name not in self._axis_names:
+            raise LayoutError(f"{self!r} has no axis {name!r}; use one of {self._axis_names}.")
         return self._shape[self._axis_names.index(name)]
 
     def jax_mesh(self, axis_names: Sequence[str] | None = None) -> Mesh:
@@ -129,12 +136,32 @@ def _check_shape(shape: Any) -> tuple[int, ...]:
         out = tuple(shape)
     except TypeError:
         out = None
-    if not out or not all(isinstance(s, int | np.integer) and s > 0 for s in out):
+    positive = all(
+        isinstance(s, int | np.integer) and not isinstance(s, bool) and s > 0 for s in out or ()
+    )
+    if not out or not positive:
         raise LayoutError(
             f"DeviceMesh shape must be a non-empty tuple of positive ints, got {shape!r}; "
             "for example (4, 2) for 4 data groups of 2 model devices."
         )
     return tuple(int(s) for s in out)
+
+
+def _check_devices(devices: Any) -> list[jax.Device]:
+    if isinstance(devices, np.ndarray):  # a grid already (mesh_utils.create_device_mesh)
+        devices = devices.ravel()
+    try:
+        out = list(devices)
+    except TypeError:
+        out = None
+    if out is None or not all(isinstance(d, jax.Device) for d in out):
+        raise LayoutError(
+            f"DeviceMesh devices= must be a sequence of jax devices, got {devices!r}; for "
+            "example jax.devices()[:4], or None for every device of every process."
+        )
+    if len(set(out)) != len(out):
+        raise LayoutError(f"DeviceMesh got a device twice: {out}; give each device once.")
+    return out
 
 
 def _check_names(names: Any) -> tuple[str, ...]:
@@ -278,7 +305,7 @@ class LayoutMap(collections.abc.MutableMapping):
         out: list[Entry] = []
         for entry in entries:
             group = (entry,) if isinstance(entry, str) else entry
-            if group is None:
+            if group is None or group == ():  # () splits over no axis: whole, as None
                 out.append(None)
                 continue
             group = tuple(group) if isinstance(group, tuple | list) else (group,)
