@@ -391,6 +391,43 @@ class Dataset:
             self, map_func, cycle_length, block_length, num_parallel_calls, deterministic
         )
 
+    def flat_map(self, map_func: Callable[..., Dataset]) -> Dataset:
+        """Map each element to a dataset and read those datasets one after the other
+        (tf.data's ``flat_map``: ``interleave`` with ``cycle_length=1``)."""
+        check_callable("map_func", map_func, "flat_map", "a function element -> Dataset")
+        return self.interleave(map_func, cycle_length=1, block_length=1)
+
+    def reduce(self, initial_state: Any, reduce_func: Callable[[Any, Any], Any]) -> Any:
+        """Fold the elements into one value: ``reduce_func(state, element)`` for each
+        element in order, from ``initial_state`` (the element whole, as tf.data)."""
+        check_callable("reduce_func", reduce_func, "reduce", "a function (state, element)")
+        if self.cardinality() == INFINITE_CARDINALITY:
+            raise DatasetArgumentError(
+                "reduce over an infinite dataset never ends: take(n) first, e.g. "
+                "ds.take(100).reduce(0, fn)."
+            )
+        state = initial_state
+        for element in self:
+            state = reduce_func(state, element)
+        return state
+
+    def get_single_element(self) -> Any:
+        """The dataset's only element (tf.data's ``get_single_element``).
+
+        Raises:
+          DatasetArgumentError: the dataset is empty or has more than one element.
+        """
+        iterator = iter(self)
+        first = next(iterator, _NOTHING)
+        if first is _NOTHING:
+            raise DatasetArgumentError("get_single_element: the dataset was empty.")
+        if next(iterator, _NOTHING) is not _NOTHING:
+            raise DatasetArgumentError(
+                "get_single_element: the dataset had more than one element; take(1) first "
+                "for the first one, or batch(n) to gather n into one."
+            )
+        return first
+
     def enumerate(self, start: int = 0) -> Dataset:
         """Pair each element with its int64 index: ``(i, element)``."""
         from ._map import EnumerateDataset
@@ -403,6 +440,9 @@ class Dataset:
             "transformation_func", transformation_func, "apply", "a function Dataset -> Dataset"
         )
         return transformation_func(self)
+
+
+_NOTHING = object()  # get_single_element's end of the iterator
 
 
 def check_positive(name: str, value: Any, method: str) -> int:
