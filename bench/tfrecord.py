@@ -6,7 +6,8 @@ the median of several runs. TensorFlow 2.21's tf.data on the project's 2-core
 machine: raw read 300-440k records/s, per-record parse (map then batch)
 35-50k, batched parse (batch then parse_example) 300-330k. The last line is
 the whole ``TFRecordDataset(path).batch(1024).map(parse_example)`` pipeline.
-The last two lines split the records over 4 files and read them with
+The next lines split the records over 4 files, read them through the README's
+``list_files -> interleave -> shuffle -> batch -> map(parse_example)``, then with
 ``num_parallel_reads=None`` (one file after another) and ``num_parallel_reads=4``
 (a parallel interleave: one reader thread per open file), then with the parse
 inside each file's dataset (``interleave(..., num_parallel_calls=4)``), then the
@@ -139,6 +140,7 @@ def _parallel_reads(tmp: str, records: list[bytes], runs: int) -> None:
         for _ in ds:
             pass
 
+    _readme_pipeline(tmp, n, runs, parse, run)
     for reads in (None, k):
         ds = TFRecordDataset(files, num_parallel_reads=reads).batch(BATCH).map(parse)
         rate = _rate(lambda ds=ds: run(ds), n, runs)
@@ -160,6 +162,28 @@ def _parallel_reads(tmp: str, records: list[bytes], runs: int) -> None:
         )
         rate = _rate(lambda ds=ds: run(ds), n, runs)
         print(f"4 files, 2 ms wait/256, num_parallel_calls={calls!s:<4} {rate:>10,.0f} records/s")
+
+
+def _readme_pipeline(tmp: str, n: int, runs: int, parse, run) -> None:
+    """README's pipeline over the 4 files, per second of wall time and of CPU time.
+
+    ``list_files -> interleave(TFRecordDataset, cycle_length=4) -> shuffle(10000)
+    -> batch -> map(parse_example)``: records move in blocks (``_record_blocks.py``).
+    """
+    pattern = os.path.join(tmp, "part-*.tfrecord")
+    wall, cpu = [], []
+    for _ in range(runs):
+        files = Dataset.list_files(pattern, shuffle=True, seed=0)
+        ds = files.interleave(TFRecordDataset, cycle_length=4, block_length=1)
+        ds = ds.shuffle(10000, seed=1).batch(BATCH).map(parse)
+        start = (time.perf_counter(), time.process_time())
+        run(ds)
+        wall.append(time.perf_counter() - start[0])
+        cpu.append(time.process_time() - start[1])
+    print(
+        f"4 files, README pipeline (interleave, shuffle):  {n / statistics.median(wall):>10,.0f} "
+        f"records/s, {n / statistics.median(cpu):>10,.0f} per CPU second"
+    )
 
 
 def _file_urls(tmp: str, path: str, n: int, runs: int) -> None:

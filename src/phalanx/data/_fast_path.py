@@ -86,6 +86,7 @@ def pull(child: DatasetIterator, count: int) -> list[tuple[Any, Any]]:
     [elements])`` or ``(RECORDS, records)`` (a 1-d ``object`` array of ``bytes``)."""
     pieces: list[tuple[Any, Any]] = []
     need = count
+    records = True  # until the child says it gives no records now
     while need > 0:
         if child.indexable:
             idx = child.next_indices(need)
@@ -96,13 +97,14 @@ def pull(child: DatasetIterator, count: int) -> list[tuple[Any, Any]]:
             _add_indices(pieces, child.base, idx)
             need -= idx.size
         else:
-            records = rb.next_records(child, need)
-            if records is not None:  # a block of records: already the batch's column
-                if records.size == 0:
+            block = rb.next_records(child, need) if records else None
+            if block is not None:  # a block of records: already the batch's column
+                if block.size == 0:
                     break
-                pieces.append((RECORDS, records))
-                need -= records.size
+                pieces.append((RECORDS, block))
+                need -= block.size
                 continue
+            records = False
             try:
                 x = next(child)
             except StopIteration:
