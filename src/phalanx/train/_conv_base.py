@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from ..errors import LayerArgumentError
-from . import _activations, _initializers, _regularizers
+from . import _initializers, _layer_args
 from ._layer import Layer, Shape
 from ._layer_args import is_positive_int, positive_int
 
@@ -148,8 +148,6 @@ class Conv(Layer):
         super().__init__(name=name, input_shape=input_shape, dtype=dtype)
         layer = type(self).__name__
         check_data_format(data_format, self._data_format_hint)
-        _activations.get(activation)  # fail now on an unknown name
-        _initializers.get(kernel_initializer), _initializers.get(bias_initializer)
         self.filters = positive_int(layer, "filters", filters, f"{layer}(32, 3)")
         self.kernel_size = self._store(spatial_tuple(layer, kernel_size, "kernel_size", self.rank))
         self.strides = self._store(spatial_tuple(layer, strides, "strides", self.rank))
@@ -158,13 +156,16 @@ class Conv(Layer):
             spatial_tuple(layer, dilation_rate, "dilation_rate", self.rank)
         )
         self.groups = positive_int(layer, "groups", groups, f"{layer}(32, 3, groups=2)")
-        self.activation = activation
-        self.use_bias = use_bias
-        self.kernel_initializer = kernel_initializer
-        self.bias_initializer = bias_initializer
-        self.kernel_regularizer = _regularizers.get(kernel_regularizer)
-        self.bias_regularizer = _regularizers.get(bias_regularizer)
-        self.activity_regularizer = _regularizers.get(activity_regularizer)
+        _layer_args.keep_kernel_arguments(
+            self,
+            activation,
+            use_bias,
+            kernel_initializer,
+            bias_initializer,
+            kernel_regularizer,
+            bias_regularizer,
+            activity_regularizer,
+        )
         self.conv = nnx.data(None)
 
     def _store(self, values: tuple[int, ...]) -> Any:

@@ -145,15 +145,16 @@ class Dense(Layer):
     ):
         super().__init__(name=name, input_shape=input_shape, dtype=dtype)
         self.units = positive_int("Dense", "units", units, "Dense(128)")
-        _activations.get(activation)  # fail now on an unknown name
-        _initializers.get(kernel_initializer), _initializers.get(bias_initializer)
-        self.activation = activation
-        self.use_bias = use_bias
-        self.kernel_initializer = kernel_initializer
-        self.bias_initializer = bias_initializer
-        self.kernel_regularizer = _regularizers.get(kernel_regularizer)
-        self.bias_regularizer = _regularizers.get(bias_regularizer)
-        self.activity_regularizer = _regularizers.get(activity_regularizer)
+        _layer_args.keep_kernel_arguments(
+            self,
+            activation,
+            use_bias,
+            kernel_initializer,
+            bias_initializer,
+            kernel_regularizer,
+            bias_regularizer,
+            activity_regularizer,
+        )
         self.linear = nnx.data(None)
 
     def compute_output_shape(self, input_shape: Shape) -> Shape:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import LayerArgumentError
+from . import _activations, _initializers, _regularizers
 
 
 def is_positive_int(value: Any) -> bool:
@@ -72,3 +73,29 @@ def non_negative(layer: str, what: str, value: Any) -> float:
             f"({type(value).__name__}); e.g. {layer}({what}=0.1)."
         )
     return number
+
+
+def keep_kernel_arguments(
+    layer: Any,
+    activation: Any,
+    use_bias: bool,
+    kernel_initializer: Any,
+    bias_initializer: Any,
+    kernel_regularizer: Any,
+    bias_regularizer: Any,
+    activity_regularizer: Any,
+) -> None:
+    """Checks and keeps on ``layer`` Keras's arguments of a layer with a kernel and a bias.
+
+    ``Dense`` and the ``Conv`` layers: an unknown activation or initializer
+    name fails here, not when the layer is built; regularizers are resolved.
+    """
+    _activations.get(activation)
+    _initializers.get(kernel_initializer), _initializers.get(bias_initializer)
+    layer.activation = activation
+    layer.use_bias = use_bias
+    layer.kernel_initializer = kernel_initializer
+    layer.bias_initializer = bias_initializer
+    layer.kernel_regularizer = _regularizers.get(kernel_regularizer)
+    layer.bias_regularizer = _regularizers.get(bias_regularizer)
+    layer.activity_regularizer = _regularizers.get(activity_regularizer)
