@@ -161,6 +161,7 @@ def test_model_parallel_layout_is_named_and_kernels_split_over_the_model_axis():
             [layers.Input(shape=(64,)), layers.Dense(256, activation="relu"), layers.Dense(10)]
         )
         model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    before = _summary(model)  # computed from shapes, by the layout fit will place them with
     x, y = _data()
     model.fit(x, y, batch_size=32, epochs=1, verbose=0)
     text = _summary(model)
@@ -171,3 +172,6 @@ def test_model_parallel_layout_is_named_and_kernels_split_over_the_model_axis():
     per, whole = _kib(text, "Parameters:")
     assert whole == pytest.approx(WHOLE / 1024, abs=0.01)
     assert per == pytest.approx((KERNEL_1 // 2 + BIAS_1 + KERNEL_2 // 2 + BIAS_2) / 1024, abs=0.01)
+    assert "(computed from shapes)" in _line(before, "Parameters:")
+    for label in ("Parameters:", "Optimizer state:"):
+        assert _kib(before, label) == _kib(text, label)

@@ -28,6 +28,7 @@ import flax.nnx as nnx
 import jax
 import numpy as np
 
+from . import _model_parallel
 from ._introspection import trainable_filter
 from ._summary import readable_size
 
@@ -89,6 +90,15 @@ def _per_device(x: Any, sharding: Any = None) -> int:
     return int(np.prod(shape, dtype=np.int64)) * np.dtype(x.dtype).itemsize
 
 
+def _placed(tree: Any, shardings: Any = None) -> int:
+    """The bytes per device of ``tree``'s arrays: each as ``shardings`` (a tree of the same
+    structure) would place it, else as it is placed (whole when it has no sharding)."""
+    if shardings is None:
+        return sum(_per_device(x) for x in _arrays(tree))
+    pairs = zip(jax.tree.leaves(tree), jax.tree.leaves(shardings), strict=True)
+    return sum(_per_device(x, s) for x, s in pairs if hasattr(x, "dtype"))
+
+
 def _whole(x: Any) -> int:
     return int(np.prod(np.shape(x), dtype=np.int64)) * np.dtype(x.dtype).itemsize
 
@@ -110,30 +120,28 @@ def variable_memory(model: Any) -> VariableMemory:
     Read from the placed training state when it exists, else computed from the
     module's shapes and the strategy's layout.
     """
-    strategy = model.distribute_strategy
     state = model._state
     if state is not None:
         trained, held, opt = state.params, _weights_of(state.rest), state.opt_state
-        shard = None
+        per_trained, opt_bytes = _placed(trained), None if opt is None else _placed(opt)
         from_arrays = True
     else:
         module = model._module
+        _model_parallel.annotate_paths(model.distribute_strategy, module)  # as fit does
         trainable = trainable_filter(module)
         trained = nnx.state(module, trainable)
         held = nnx.state(module, nnx.Any(nnx.BatchStat, nnx.All(nnx.Param, nnx.Not(trainable))))
         config = model._config
         opt = jax.eval_shape(config.tx.init, trained) if config is not None else None
-        shard = strategy.variable_sharding
+        # the shardings fit will place them with (``_sharded.place_state``): by shape with
+        # shard_parameters, by path and layout map with a ModelParallelStrategy
+        shardings = model.distribute_strategy._variable_shardings((trained, opt))
+        per_trained = _placed(trained, shardings[0])
+        opt_bytes = None if opt is None else _placed(opt, shardings[1])
         from_arrays = False
     weights = [*_arrays(trained), *_arrays(held)]
-    per_trained = sum(_per_device(x, shard(x) if shard else None) for x in _arrays(trained))
-    per_held = sum(_per_device(x) for x in _arrays(held))  # kept whole, or as placed
-    if opt is None:
-        opt_bytes = opt_whole = None
-    else:
-        leaves = _arrays(opt)
-        opt_bytes = sum(_per_device(x, shard(x) if shard else None) for x in leaves)
-        opt_whole = sum(_whole(x) for x in leaves)
+    per_held = _placed(held)  # kept whole, or as placed
+    opt_whole = None if opt is None else sum(_whole(x) for x in _arrays(opt))
     return VariableMemory(
         weights=per_trained + per_held,
         weights_whole=sum(_whole(x) for x in weights),
