@@ -310,3 +310,36 @@ def test_backup_and_restore_refuses_a_bad_termination_config(tmp_path):
         tmp_path, termination_config=TerminationConfig(grace_period=5)
     )
     assert backup.save_before_preemption
+
+
+def test_checkpoint_and_a_url_checkpoint_dir_save_under_the_url(tmp_path, monkeypatch):
+    """A Checkpoint with checkpoint_dir='memory://...' saves at that URL (a local folder
+    named 'memory:' was written when the prefix was joined as a local path)."""
+    import uuid
+
+    from phalanx.io import gfile
+
+    monkeypatch.chdir(tmp_path)
+    url = f"memory://preempt-{uuid.uuid4().hex}/run"
+    model = _model()
+    exits = []
+    config = TerminationConfig(termination_watcher_fn=lambda: True, exit_fn=lambda: exits.append(1))
+    handler = PreemptionCheckpointHandler(
+        Checkpoint(model=model), checkpoint_dir=url, termination_config=config
+    )
+    try:
+        _train_until(handler, model, lambda: bool(exits))
+    finally:
+        handler.close()
+    assert exits == [1]
+    assert list(tmp_path.iterdir()) == []  # nothing local
+    saved = phalanx.checkpoint.latest_checkpoint(url)
+    assert saved is not None and saved.startswith(url + "/ckpt")
+    restored = _model()
+    Checkpoint(model=restored).restore(saved)
+    assert restored.optimizer.iterations == model.optimizer.iterations
+    assert gfile.exists(url)
+    with pytest.raises(
+        CheckpointError, match=r"checkpoint_dir expects a path .* got 3 of type int"
+    ):
+        PreemptionCheckpointHandler(Checkpoint(model=model), checkpoint_dir=3)

@@ -25,6 +25,7 @@ one process it costs nothing.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
@@ -257,9 +258,11 @@ def _saver(checkpoint: Any, checkpoint_dir: Any) -> tuple[Callable, Callable]:
     if isinstance(checkpoint, CheckpointManager):
         return checkpoint.save, checkpoint.wait_until_finished
     if isinstance(checkpoint, Checkpoint) and checkpoint_dir is not None:
-        from pathlib import Path
+        from ..io import gfile
+        from ._io import as_path
 
-        prefix = str(Path(checkpoint_dir) / "ckpt")
+        as_path(checkpoint_dir, "PreemptionCheckpointHandler's checkpoint_dir")  # checked
+        prefix = gfile.join(os.fspath(checkpoint_dir), "ckpt")  # a URL stays a URL
         return (lambda: checkpoint.save(prefix)), checkpoint.wait_until_finished
     raise CheckpointError(
         "PreemptionCheckpointHandler needs a CheckpointManager, or a Checkpoint and "
