@@ -506,6 +506,8 @@ class Strategy:
           3.0
         """
         op = ReduceOp.from_any(reduce_op)
+        if _holds_distributed(value):  # {"loss": PerReplica, ...}: each one, as TensorFlow
+            return _map_distributed(lambda v: self.reduce(op, v, axis), value)
         stacked, kind = self._stacked(value)
         n = self.num_replicas_in_sync
         if kind == "plain":
@@ -545,6 +547,8 @@ class Strategy:
         Raises:
           DistributedValueError: ``axis`` does not exist in the value.
         """
+        if _holds_distributed(value):
+            return _map_distributed(lambda v: self.gather(v, axis), value)
         stacked, kind = self._stacked(value)
         n = self.num_replicas_in_sync
         if kind in ("plain", "mirrored"):
@@ -560,8 +564,16 @@ class Strategy:
 
         A ``PerReplica`` gives one pytree per local replica; a distributed batch
         its per-replica slices; a replicated value or ``Mirrored`` one copy per
-        local replica; anything else ``(value,)``.
+        local replica; anything else ``(value,)``. A container of such values
+        gives one container per local replica, as TensorFlow.
         """
+        if _holds_distributed(value):
+            parts = _map_distributed(lambda v: _Parts(self.experimental_local_results(v)), value)
+            count = max(len(p.values) for p in jax.tree.leaves(parts, is_leaf=_is_parts))
+            return tuple(
+                jax.tree.map(lambda p, i=i: p.values[i % len(p.values)], parts, is_leaf=_is_parts)
+                for i in range(count)
+            )
         stacked, kind = self._stacked(value)
         if kind == "plain":
             return (value,)
@@ -627,6 +639,33 @@ def _jit_reduce(out_sharding: NamedSharding):
         return total
 
     return jax.jit(reduce, static_argnums=(1, 2), out_shardings=out_sharding)
+
+
+def _is_distributed(x: Any) -> bool:
+    return isinstance(x, PerReplica | Mirrored)
+
+
+def _holds_distributed(value: Any) -> bool:
+    """Whether ``value`` is a container (dict, tuple ...) with a ``PerReplica``/``Mirrored``."""
+    if _is_distributed(value):
+        return False
+    return any(_is_distributed(x) for x in jax.tree.leaves(value, is_leaf=_is_distributed))
+
+
+def _map_distributed(fn: Callable[[Any], Any], value: Any) -> Any:
+    """``fn`` on each distributed value of a container, and on each other leaf."""
+    return jax.tree.map(fn, value, is_leaf=_is_distributed)
+
+
+class _Parts:
+    """One distributed value's local results, a leaf while a container's are regrouped."""
+
+    def __init__(self, values: tuple):
+        self.values = values
+
+
+def _is_parts(x: Any) -> bool:
+    return isinstance(x, _Parts)
 
 
 @functools.cache
