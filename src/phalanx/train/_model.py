@@ -298,6 +298,16 @@ class Model(ModelIntrospection):
         return self._config.steps_per_execution if self._config else 1
 
     @property
+    def metrics_names(self) -> list[str]:
+        """Keras 3's ``model.metrics_names``: ``[]`` before ``compile``, then ``['loss']``,
+        and ``'compile_metrics'`` (the compiled metrics' tracker, one name for all) when
+        ``compile`` was given metrics. Keras 3 no longer lists each metric here: read
+        ``model.evaluate(..., return_dict=True)`` for the names with their values."""
+        if self._config is None or self._predict_only:
+            return []
+        return ["loss", "compile_metrics"] if self._config.metrics else ["loss"]
+
+    @property
     def metrics(self) -> list:
         """The compiled metric objects, in ``compile``'s order (Keras's ``model.metrics``).
 
