@@ -40,11 +40,29 @@ from ._merge_layers import Subtract as Subtract
 from ._normalization_layers import BatchNormalization as BatchNormalization
 from ._normalization_layers import LayerNormalization as LayerNormalization
 
+# Keras's other names for the same classes (keras.layers.MaxPool2D is MaxPooling2D).
+AvgPool2D = AveragePooling2D
+Convolution1D = Conv1D
+Convolution2D = Conv2D
+GlobalAvgPool1D = GlobalAveragePooling1D
+GlobalAvgPool2D = GlobalAveragePooling2D
+GlobalMaxPool1D = GlobalMaxPooling1D
+GlobalMaxPool2D = GlobalMaxPooling2D
+MaxPool2D = MaxPooling2D
+
 __all__ = [
     "Activation",
     "Add",
     "Average",
     "AveragePooling2D",
+    "AvgPool2D",
+    "Convolution1D",
+    "Convolution2D",
+    "GlobalAvgPool1D",
+    "GlobalAvgPool2D",
+    "GlobalMaxPool1D",
+    "GlobalMaxPool2D",
+    "MaxPool2D",
     "BatchNormalization",
     "Concatenate",
     "Conv1D",
