@@ -11,11 +11,38 @@ Example:
   True
 """
 
+from typing import Any
+
+from ..errors import DatasetTypeError
 from ._options import AUTOTUNE as AUTOTUNE
 from ._options import INFINITE_CARDINALITY as INFINITE_CARDINALITY
 from ._options import UNKNOWN_CARDINALITY as UNKNOWN_CARDINALITY
 from ._options import AutoShardPolicy as AutoShardPolicy
 from ._options import DistributeOptions as DistributeOptions
+
+
+def cardinality(dataset: Any) -> int:
+    """``dataset.cardinality()`` (``tf.data.experimental.cardinality(dataset)``).
+
+    Returns:
+      The number of elements, ``INFINITE_CARDINALITY`` (-1) or ``UNKNOWN_CARDINALITY`` (-2).
+
+    Raises:
+      DatasetTypeError: ``dataset`` is not a ``phalanx.data.Dataset``.
+
+    Example:
+      >>> import phalanx
+      >>> cardinality(phalanx.data.Dataset.range(10).batch(4))
+      3
+    """
+    from ._dataset import Dataset
+
+    if not isinstance(dataset, Dataset):
+        raise DatasetTypeError(
+            f"cardinality expects a phalanx.data.Dataset, got {type(dataset).__name__}."
+        )
+    return dataset.cardinality()
+
 
 __all__ = [
     "AUTOTUNE",
@@ -23,4 +50,5 @@ __all__ = [
     "UNKNOWN_CARDINALITY",
     "AutoShardPolicy",
     "DistributeOptions",
+    "cardinality",
 ]
