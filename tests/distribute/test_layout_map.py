@@ -11,8 +11,8 @@ import logging
 
 import jax
 import numpy as np
-import optax
 import pytest
+from mlp_custom_loop import custom_loop
 
 import phalanx
 from phalanx import layers
@@ -271,49 +271,12 @@ def test_checkpoint_restores_across_layouts(mlp_data, tmp_path, save_on, restore
         assert _local_shape(_params(restored)["dense_2/kernel"]) == (16, 8)
 
 
-def _init_params():
-    k1, k2 = jax.random.split(jax.random.key(0))
-    return {
-        "w1": jax.random.normal(k1, (20, 128)) * 0.2,
-        "b1": jax.numpy.zeros(128),
-        "w2": jax.random.normal(k2, (128, 16)) * 0.2,
-        "b2": jax.numpy.zeros(16),
-    }
-
-
-def _custom_loop(strategy, steps=4):
-    rng = np.random.default_rng(1)
-    xs = rng.normal(size=(steps, 64, 20)).astype(np.float32)
-    ys = rng.integers(0, 16, size=(steps, 64)).astype(np.int32)
-    optimizer = optax.adam(1e-2)
-    with strategy.scope():
-        params = strategy.distribute_variables(_init_params())
-        opt_state = strategy.distribute_variables(optimizer.init(params))
-
-    def train_step(params, opt_state, x, y):
-        def loss_fn(p):
-            h = jax.nn.relu(x @ p["w1"] + p["b1"])
-            per_example = optax.softmax_cross_entropy_with_integer_labels(h @ p["w2"] + p["b2"], y)
-            return phalanx.compute_average_loss(per_example, global_batch_size=64)
-
-        loss, grads = jax.value_and_grad(loss_fn)(params)
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, loss
-
-    losses = []
-    for i in range(steps):
-        batch = strategy.shard_batch((xs[i], ys[i]))
-        params, opt_state, loss = strategy.run(train_step, args=(params, opt_state, *batch))
-        losses.append(float(strategy.reduce("SUM", loss, axis=None)))
-    return params, opt_state, losses
-
-
 @pytest.mark.parametrize("shape", [(4, 2), (1, 8)])
 def test_custom_loop_equals_one_device_and_stays_split(shape):
-    one_params, _, one_losses = _custom_loop(phalanx.OneDeviceStrategy())
+    one_params, _, one_losses = custom_loop(phalanx.OneDeviceStrategy())
     specs = {"w1": (None, "model"), "b1": ("model",), "w2": ("model", None)}
     strategy = _strategy(shape, specs)
-    params, opt_state, losses = _custom_loop(strategy)
+    params, opt_state, losses = custom_loop(strategy)
     np.testing.assert_allclose(losses, one_losses, rtol=1e-5)
     for k in one_params:
         np.testing.assert_allclose(np.asarray(params[k]), np.asarray(one_params[k]), atol=1e-5)
