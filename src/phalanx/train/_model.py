@@ -27,6 +27,7 @@ import functools
 import itertools
 import logging
 import math
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -874,7 +875,26 @@ class Model(ModelIntrospection):
 
         A path ending in ``.weights.h5`` is read as Keras 3's weights file
         (``phalanx.train._keras_files``).
+
+        Raises:
+          WeightsFileError: ``filepath`` is not a path (None: what
+            ``latest_checkpoint`` returns when it found no checkpoint), or the file
+            does not match the model.
         """
+        if not isinstance(filepath, str | os.PathLike):
+            from ..errors import WeightsFileError
+
+            raise WeightsFileError(
+                f"load_weights expects a file path (str or os.PathLike), got "
+                f"{type(filepath).__name__} {filepath!r}"
+                + (
+                    ": latest_checkpoint(...) returns None when the directory holds no "
+                    "checkpoint it recognizes; pass the weights file written by save_weights "
+                    "or ModelCheckpoint, e.g. sorted(pathlib.Path(dir).glob('*.weights.h5'))[-1]."
+                    if filepath is None
+                    else "."
+                )
+            )
         if _keras_files.is_keras_weights(filepath):
             return _keras_files.load_weights(self, filepath)
         self._load_state(_weights.load(filepath, self._weights()))
