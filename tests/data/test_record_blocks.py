@@ -256,3 +256,65 @@ def test_inner_datasets_that_are_not_record_sources(tmp_path, small_chunks):
         fresh = iter(make(kind).batch(10))
         fresh.set_state(state)
         assert head + [r for b in fresh for r in b.tolist()] == want, kind
+
+
+def test_gzip_state_mid_block_resumes_exactly(tmp_path, small_chunks):
+    """A compressed file restores by inflating up to the saved offset: mid-block too."""
+    pattern, _ = _write(tmp_path, compression="GZIP")
+
+    def make():
+        return _pipeline(pattern, compression="GZIP").batch(11)
+
+    want = [r for b in make() for r in b.tolist()]
+    it = iter(make())
+    head = [r for _ in range(6) for r in next(it).tolist()]
+    fresh = iter(make())
+    fresh.set_state(it.get_state())
+    assert head + [r for b in fresh for r in b.tolist()] == want
+
+
+@pytest.mark.parametrize("cycle,block", [(3, 1), (2, 3)])
+def test_parallel_reads_in_blocks(tmp_path, small_chunks, cycle, block):
+    """Reader threads hand records over in blocks: the sequential order, states and errors."""
+    pattern, every = _write(tmp_path)
+
+    def make(calls):
+        files = Dataset.list_files(pattern, shuffle=True, seed=4)
+        ds = files.interleave(
+            TFRecordDataset, cycle_length=cycle, block_length=block, num_parallel_calls=calls
+        )
+        return ds.shuffle(17, seed=9)
+
+    want = _one_by_one(make(None))
+    assert sorted(want) == sorted(every)
+    for _ in range(3):  # threads: repeat what could race
+        assert _one_by_one(make(cycle)) == want
+        assert _batched(make(cycle), 16) == want
+    it = iter(make(cycle).batch(16))
+    head = [r for _ in range(5) for r in next(it).tolist()]
+    state = it.get_state()
+    it.close()
+    fresh = iter(make(cycle).batch(16))
+    fresh.set_state(state)
+    assert head + [r for b in fresh for r in b.tolist()] == want
+    sequential = iter(make(None).batch(16))
+    for _ in range(5):
+        next(sequential)
+    assert sequential.get_state()["node"] == state["node"]  # the same state as sequential
+
+
+def test_parallel_reads_raise_a_corrupt_record_in_order(tmp_path, small_chunks):
+    pattern, _ = _write(tmp_path, per_file=(30, 30), fixed=True)
+    path = tmp_path / "part-1.tfrecord"
+    data = bytearray(path.read_bytes())
+    data[5 * 44 + 20] ^= 0xFF
+    path.write_bytes(bytes(data))
+    got = {}
+    for calls in (None, 2):
+        files = Dataset.list_files(pattern, shuffle=True, seed=4)
+        ds = files.interleave(TFRecordDataset, cycle_length=2, num_parallel_calls=calls)
+        got[calls] = []
+        with pytest.raises(CorruptRecordError, match="record 5 at byte offset 220"):
+            for batch in ds.batch(1):
+                got[calls].extend(batch.tolist())
+    assert got[2] == got[None] and sum(r.startswith(b"f01") for r in got[2]) == 5

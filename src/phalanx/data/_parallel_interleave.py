@@ -4,10 +4,12 @@ tf.data's parallel interleave, with the sequential interleave's order. Each
 inner iterator of the cycle, and the next input elements' iterators opened
 ahead while the cycle has free slots (at most ``cycle_length`` in all), is
 read by ``background`` (``_prefetch.py``): a bounded reader thread. The
-reader hands elements over in chunks, each what it read in about 2 ms (at
-most 64 elements), two chunks ahead: one queue hand-over per element cost 4-5x
-the read of a TFRecord record (the threads fight over the GIL), and the time
-limit keeps chunks of big or slow elements small. The consumer still walks the
+reader hands elements over in chunks, two chunks ahead: a record source's
+(``_record_blocks.py``) a block of records at a time, with the inner
+iterator's state after each record; any other's what it read in about 2 ms
+(at most 64 elements): one queue hand-over per element cost 4-5x the read of
+a TFRecord record (the threads fight over the GIL), and the time limit keeps
+chunks of big or slow elements small. The consumer still walks the
 cycle slot by slot and block by block, so the elements come in exactly the
 sequential order; what overlaps is the reading and parsing of the open files.
 
@@ -31,8 +33,11 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Any
+from typing import Any, NamedTuple
 
+import numpy as np
+
+from . import _record_blocks as rb
 from ._interleave import InterleaveDataset, InterleaveIterator
 from ._iterator import DatasetIterator, IterCtx
 from ._map import _safe_state, _unwrap_state
@@ -41,6 +46,7 @@ from ._prefetch import _close, background
 _CHUNK = 64  # elements per hand-over, at most
 _CHUNK_S = 0.002  # a chunk is handed over once its reading took this long
 _CHUNKS_AHEAD = 2  # chunks queued per reader
+_RECORDS = 4096  # records per hand-over from a record source, at most (one read block)
 
 
 class _Chunks:
@@ -56,12 +62,18 @@ class _Chunks:
     def __iter__(self):
         return self
 
-    def __next__(self) -> list[tuple[Any, Any]]:
+    def __next__(self) -> list[tuple[Any, Any]] | _RecordChunk:
         if self.error is not None:
             error, self.error = self.error, None
             raise error
         if self.ended:
             raise StopIteration
+        if hasattr(self.it, "next_records_and_states"):  # a record source: a block at a time
+            records, state_after = self.it.next_records_and_states(_RECORDS)
+            if not records.size:
+                self.ended = True
+                raise StopIteration
+            return _RecordChunk(records, state_after)
         chunk, start = [], time.perf_counter()
         try:
             while len(chunk) < _CHUNK and (not chunk or time.perf_counter() - start < _CHUNK_S):
@@ -79,6 +91,16 @@ class _Chunks:
 
     def close(self) -> None:
         _close(self.it)
+
+
+class _RecordChunk(NamedTuple):
+    """A block of records read ahead, and the inner iterator's state after each of them."""
+
+    records: np.ndarray
+    state_after: Any  # i -> the state after records[i]
+
+    def __len__(self) -> int:
+        return len(self.records)
 
 
 class _ReadAhead(DatasetIterator):
@@ -109,6 +131,48 @@ class _ReadAhead(DatasetIterator):
         self.chunks.close()
 
 
+class _RecordReadAhead(_ReadAhead):
+    """A record source read ahead by a thread in blocks (``_record_blocks.py``): the consumer
+    takes records one by one or in blocks; its state is the one after the last it took."""
+
+    def __init__(self, it: DatasetIterator):
+        super().__init__(it)
+        self.chunk = _RecordChunk(rb.EMPTY, None)
+        self.error: Exception | None = None
+
+    def __next__(self):
+        records = self.next_records(1)
+        if not records.size:
+            raise StopIteration
+        return rb.as_element(records[0])
+
+    def records_ahead(self) -> np.ndarray:
+        """The records the thread handed over and the consumer did not take (empty at the
+        end); an error of the thread is raised when the consumer reaches it."""
+        if self.pos == len(self.chunk) and self.error is None:
+            try:
+                self.chunk, self.pos = next(self.chunks), 0
+            except StopIteration:
+                pass
+            except Exception as e:
+                self.error = e
+        return self.chunk.records[self.pos :]
+
+    def skip_records(self, n: int) -> None:
+        if n:
+            self.pos += n
+            self.state = self.chunk.state_after(self.pos - 1)
+
+    def next_records(self, k: int) -> np.ndarray:
+        ahead = self.records_ahead()
+        if not ahead.size and self.error is not None:
+            error, self.error = self.error, None
+            raise error
+        taken = ahead[:k]
+        self.skip_records(len(taken))
+        return taken
+
+
 class ParallelInterleaveIterator(InterleaveIterator):
     """``InterleaveIterator`` whose inner iterators run ahead in reader threads (internal)."""
 
@@ -121,9 +185,9 @@ class ParallelInterleaveIterator(InterleaveIterator):
         self._fill()
         return super().__next__()
 
-    def next_records(self, k: int) -> None:
-        """None: the reader threads hand over elements (``_record_blocks.py``)."""
-        return None
+    def next_records(self, k: int) -> np.ndarray | None:
+        self._fill()
+        return super().next_records(k)
 
     def _fill(self) -> None:
         """Open input elements ahead until the cycle's free slots are spoken for."""
@@ -157,6 +221,8 @@ class ParallelInterleaveIterator(InterleaveIterator):
         return None if "end" in entry else entry
 
     def _wrap(self, it: DatasetIterator) -> Any:
+        if hasattr(it, "next_records_and_states"):
+            return _RecordReadAhead(it)
         return _ReadAhead(it)
 
     def children(self):

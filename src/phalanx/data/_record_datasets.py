@@ -163,6 +163,23 @@ class _RecordFileIterator(DatasetIterator):
         self._take(min(k, len(self.pending) - start))
         return self.pending[start : self.at]
 
+    def next_records_and_states(self, k: int) -> tuple[np.ndarray, Any]:
+        """``next_records(k)`` and a function of ``i`` giving the state after record ``i`` of
+        them (for a reader thread that hands records over ahead of the consumer)."""
+        records = self.next_records(k)
+        file, start = self.file, self.at - len(records)
+        path, (index, offset) = self.ds._filenames[file] if records.size else None, self.ends
+
+        def state_after(i: int) -> dict[str, Any]:
+            return {
+                "file": file,
+                "record": index[start + i],
+                "offset": offset[start + i],
+                "path": path,
+            }
+
+        return records, state_after
+
     def records_ahead(self) -> np.ndarray:
         """The records read and not handed out yet (a new block if none; empty at the end).
 
