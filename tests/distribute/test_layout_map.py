@@ -374,6 +374,15 @@ def test_a_spec_that_does_not_fit_names_the_variable(mlp_data, spec, message):
         model.fit(x[:32], y[:32], batch_size=GLOBAL_BATCH, epochs=1, verbose=0)
 
 
+def test_a_key_that_matches_no_variable_is_warned_about_and_training_stays_whole(mlp_data):
+    x, y = mlp_data
+    strategy = _strategy((4, 2), {"Dense.*kernel": (None, "model"), "dense_2/kernel": (None, None)})
+    model = _mlp(strategy)
+    with pytest.warns(UserWarning, match=r"LayoutMap keys \['Dense\.\*kernel'\] match none of"):
+        model.fit(x[:32], y[:32], batch_size=GLOBAL_BATCH, epochs=1, verbose=0)
+    assert _local_shape(_params(model)["dense/kernel"]) == (24, 64)  # whole: nothing split
+
+
 def test_an_axis_that_does_not_divide_names_the_variable(mlp_data):
     x, _ = mlp_data
     strategy = _strategy((2, 4), {"dense/kernel": (None, "model")})
