@@ -105,7 +105,7 @@ def test_after_fit_the_figures_come_from_the_placed_arrays_and_xla():
     args = {k: float(re.search(r"arguments ([\d.]+) KB", t)[1]) for k, t in texts.items()}
     temp = {k: float(re.search(r"temporaries ([\d.]+) KB", t)[1]) for k, t in texts.items()}
     state = {
-        k: sum(_kib(t, label)[0] for label in ("Parameters:", "Optimizer"))
+        k: sum(_kib(t, label)[0] for label in ("Parameters:", "Optimizer state:"))
         for k, t in texts.items()
     }
     for shard in (False, True):
@@ -130,6 +130,9 @@ def test_training_batch_is_checked():
     x, y = _data()
     with pytest.raises(FitInputError, match=r"takes \(x, y\) or \(x, y, sample_weight\)"):
         _model(1, False).summary(training_batch=[x, y])
+    for x_bad in ({}, 3.0):  # no arrays, no batch axis
+        with pytest.raises(FitInputError, match=r"needs x with a batch axis"):
+            _model(1, False).summary(training_batch=(x_bad, y))
     with pytest.raises(RuntimeError, match=r"compile\(\) before summary"):
         _model(1, False, compiled=False).summary(training_batch=(x, y))
 

@@ -195,7 +195,13 @@ def prepare_step(model: Any, training_batch: Any) -> None:
         )
     model._require_compiled("summary(training_batch=...)")
     x, y, *weights = training_batch
-    size = len(jax.tree.leaves(x)[0])
+    leaves = jax.tree.leaves(x)
+    if not leaves or np.ndim(leaves[0]) < 1:
+        raise FitInputError(
+            "summary(training_batch=(x, y)) needs x with a batch axis (arrays, or a dict or "
+            f"tuple of them, as fit takes); got x={str(x)[:80]} ({type(x).__name__})."
+        )
+    size = len(leaves[0])
     spe = model.steps_per_execution
 
     def tile(tree):  # one execution of steps_per_execution batches
