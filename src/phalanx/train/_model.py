@@ -48,6 +48,7 @@ from . import (
     _model_parallel,
     _multi_output,
     _nested,
+    _optimizer_count,
     _regularizers,
     _sharded,
     _step,
@@ -957,6 +958,7 @@ class Model(ModelIntrospection):
         if hasattr(module, "summary"):
             kwargs = {"line_length": line_length} if line_length is not None else {}
             module.summary(print_fn=text.append, **kwargs)
+            text[-1] = _with_optimizer_params(self, text[-1])
         else:
             text.append(
                 f"Model: {self.name!r} ({type(module).__name__})\n"
@@ -965,6 +967,28 @@ class Model(ModelIntrospection):
         if self.built:
             text.extend(_memory.memory_lines(self))
         print_fn("\n".join(text))
+
+
+def _with_optimizer_params(model: Model, table: str) -> str:
+    """Keras's summary after ``fit``: the optimizer's variables in "Total params" and a
+    line of their own after "Non-trainable params"."""
+    counted = _optimizer_count.optimizer_params(model)
+    if counted is None:
+        return table
+    from ._summary import readable_size
+
+    count, size = counted
+    weights = model.get_weights()
+    params = sum(int(w.size) for w in weights) + count
+    nbytes = sum(int(w.nbytes) for w in weights) + size
+    lines = table.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith(" Total params:"):
+            lines[i] = f" Total params: {params:,} ({readable_size(nbytes)})"
+        elif line.startswith(" Non-trainable params:"):
+            lines.insert(i + 1, f" Optimizer params: {count:,} ({readable_size(size)})")
+            break
+    return "\n".join(lines)
 
 
 def _refuse_overwrite(filepath, overwrite: bool) -> None:
