@@ -52,3 +52,9 @@ def test_memory_batch_must_split_over_the_devices(capsys):
     err = capsys.readouterr().err
     assert "--batch-size must be a positive multiple of the 8 local devices" in err
     assert "got 12" in err and "Try --batch-size 64" in err
+
+
+def test_model_and_batch_size_without_memory_are_refused(capsys):
+    for flags in (["--model", "transformer"], ["--batch-size", "64"]):
+        assert phalanx.cli.main(["info", *flags]) == 2
+        assert "choose what --memory analyses; add --memory" in capsys.readouterr().err

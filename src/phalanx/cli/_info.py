@@ -37,13 +37,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--model",
         choices=tuple(_info_memory.MODELS),
-        default="demo",
+        default=None,
         help="the model --memory analyses: "
         + "; ".join(f"{k}: {v}" for k, v in _info_memory.MODELS.items())
         + " (default: demo)",
     )
     p.add_argument(
-        "--batch-size", type=int, default=64, help="--memory's global batch (default: 64)"
+        "--batch-size", type=int, default=None, help="--memory's global batch (default: 64)"
     )
     p.set_defaults(handler=run)
 
@@ -86,8 +86,15 @@ _NO_CLUSTER = "none (one process on the local devices)"
 
 def run(args: argparse.Namespace) -> int:
     """Prints the report; exits 2 when the environment describes an invalid cluster."""
+    if not args.memory and (args.model is not None or args.batch_size is not None):
+        print(
+            "phalanx info: --model and --batch-size choose what --memory analyses; add "
+            "--memory (phalanx info --memory --model mlp).",
+            file=sys.stderr,
+        )
+        return 2
     facts, error = collect()
-    memory = _memory_report(args) if getattr(args, "memory", False) else None
+    memory = _memory_report(args) if args.memory else None
     if memory is not None and isinstance(memory, str):
         print(f"phalanx info: {memory}", file=sys.stderr)
         return 2
@@ -111,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
 def _memory_report(args: argparse.Namespace) -> dict | str:
     """``--memory``'s facts, or what is wrong with the options (a message)."""
     devices = jax.local_device_count()
-    size = args.batch_size
+    size = 64 if args.batch_size is None else args.batch_size
+    name = args.model or "demo"
     if size < 1 or size % devices:
         return (
             f"--batch-size must be a positive multiple of the {devices} local devices (the "
@@ -119,9 +127,9 @@ def _memory_report(args: argparse.Namespace) -> dict | str:
         )
     return {
         "devices": _info_memory.device_memory(),
-        "model_name": args.model,
+        "model_name": name,
         "batch_size": size,
-        "model": _info_memory.model_memory(args.model, size),
+        "model": _info_memory.model_memory(name, size),
     }
 
 
