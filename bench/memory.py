@@ -37,18 +37,14 @@ import functools
 import os
 import statistics
 import sys
-import time
+
+from _compiled_step import BATCH, SPE, analysis, arrays, build, compile_under, state_bytes
 
 
 def _setup(devices: int) -> None:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     flag = f"--xla_force_host_platform_device_count={devices}"
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
-
-
-BATCH = 64
-SPE = 4
-EXECUTIONS = 2  # per timed fit: 8 steps
 
 
 def mlp(width: int, depth: int):
@@ -80,82 +76,6 @@ def transformer(d_model: int, layers_n: int, seq: int = 32, vocab: int = 4096):
     return phalanx.Model(tokens, outputs), (seq, "int", vocab)
 
 
-def _arrays(data, n: int):
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    if data[1] == "float":
-        x = rng.normal(size=(n, data[0])).astype(np.float32)
-    else:
-        x = rng.integers(0, data[2], size=(n, data[0])).astype(np.int32)
-    return x, rng.integers(0, 16, size=n).astype(np.int32)
-
-
-def _state_bytes(model) -> tuple[int, int]:
-    """(per device, whole) bytes of parameters + optimizer state."""
-    import jax
-
-    leaves = jax.tree.leaves((model._state.params, model._state.opt_state))
-    leaves = [x for x in leaves if hasattr(x, "addressable_shards")]
-    per_device = sum(x.addressable_shards[0].data.nbytes for x in leaves)
-    return per_device, sum(x.nbytes for x in leaves)
-
-
-def _analysis(model, x, y):
-    """XLA's memory analysis of the compiled training program (one execution)."""
-    import jax
-    import numpy as np
-    from jax.sharding import NamedSharding
-    from jax.sharding import PartitionSpec as P
-
-    strategy = model.distribute_strategy
-    stacked = NamedSharding(strategy.mesh, P(None, "replica"))
-
-    def spec(a):
-        a = np.asarray(a)
-        return jax.ShapeDtypeStruct((SPE, BATCH, *a.shape[1:]), a.dtype, sharding=stacked)
-
-    ones = np.ones(BATCH, np.float32)
-    xs = tuple(spec(a[:BATCH]) for a in (x, y, ones, ones))
-    program = model._program("train", False)  # batches streamed (not resident)
-    steps = jax.device_put(np.int32(SPE), strategy.replicated_sharding)
-    return program.lower(model._state, None, xs, steps).compile().memory_analysis()
-
-
-def build(make, sharded: bool, devices: int) -> dict:
-    """Compiles and warms one model; returns its figures and a function timing one fit."""
-    import jax
-
-    import phalanx
-
-    strategy = phalanx.MirroredStrategy(jax.devices()[:devices], shard_parameters=sharded)
-    with strategy.scope():
-        model, data = make()
-        model.compile(
-            optimizer="adam",
-            loss=phalanx.losses.SparseCategoricalCrossentropy(from_logits=True),
-            steps_per_execution=SPE,
-        )
-    x, y = _arrays(data, BATCH * SPE * EXECUTIONS)
-    model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, shuffle=False)  # compile, warm
-    analysis = _analysis(model, x, y)
-    per_device, whole = _state_bytes(model)
-
-    def time_step() -> float:
-        start = time.perf_counter()
-        model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, shuffle=False)
-        return (time.perf_counter() - start) / (SPE * EXECUTIONS)
-
-    return {
-        "params": model.count_params(),
-        "state": per_device,
-        "whole": whole,
-        "args": analysis.argument_size_in_bytes,
-        "temp": analysis.temp_size_in_bytes,
-        "time": time_step,
-    }
-
-
 def compiled_only(make, sharded: bool, devices: int) -> dict:
     """Per-device bytes of one model's training step, compiled but never run."""
     import jax
@@ -163,24 +83,16 @@ def compiled_only(make, sharded: bool, devices: int) -> dict:
     import phalanx
 
     strategy = phalanx.MirroredStrategy(jax.devices()[:devices], shard_parameters=sharded)
-    with strategy.scope():
-        model, data = make()
-        model.compile(
-            optimizer="adam",
-            loss=phalanx.losses.SparseCategoricalCrossentropy(from_logits=True),
-            steps_per_execution=SPE,
-        )
+    model, data = compile_under(strategy, make)
     model._init_state()  # the training state, placed as fit places it (no step runs)
-    x, y = _arrays(data, BATCH)
-    a = _analysis(model, x, y)
-    per_device, _ = _state_bytes(model)
+    a = analysis(model, *arrays(data, BATCH))
     peak = (
         a.argument_size_in_bytes
         + a.output_size_in_bytes
         - a.alias_size_in_bytes
         + a.temp_size_in_bytes
     )
-    return {"params": model.count_params(), "state": per_device, "peak": peak}
+    return {"params": model.count_params(), "state": state_bytes(model)[0], "peak": peak}
 
 
 #: The transformers the budget search climbs, smallest first: (d_model, blocks).
@@ -231,7 +143,14 @@ def budget_search(devices: int, budget: int, runs: int, measured: dict) -> None:
 
 def measure(make, devices: int, runs: int) -> tuple[dict, dict]:
     """Replicated and sharded figures; step times from alternating rounds (medians)."""
-    rep, sh = build(make, False, devices), build(make, True, devices)
+    import jax
+
+    import phalanx
+
+    rep, sh = (
+        build(phalanx.MirroredStrategy(jax.devices()[:devices], shard_parameters=sharded), make)
+        for sharded in (False, True)
+    )
     times: dict = {"rep": [], "sh": []}
     for _ in range(runs):
         times["rep"].append(rep["time"]())

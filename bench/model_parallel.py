@@ -24,12 +24,10 @@ import argparse
 import os
 import statistics
 import sys
-import time
+
+from _compiled_step import BATCH, SPE, build
 
 DEVICES = 8
-BATCH = 64
-SPE = 4
-EXECUTIONS = 2
 
 
 def _setup() -> None:
@@ -107,72 +105,6 @@ def _name(layout: tuple) -> str:
     return layout[0] if len(layout) == 1 else f"{layout[0]} {layout[1]}"
 
 
-def _arrays(data, n: int):
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    if data[1] == "float":
-        x = rng.normal(size=(n, data[0])).astype(np.float32)
-    else:
-        x = rng.integers(0, data[2], size=(n, data[0])).astype(np.int32)
-    return x, rng.integers(0, 16, size=n).astype(np.int32)
-
-
-def _analysis(model, x, y):
-    """XLA's memory analysis of the compiled training program (one execution)."""
-    import jax
-    import numpy as np
-    from jax.sharding import NamedSharding
-    from jax.sharding import PartitionSpec as P
-
-    strategy = model.distribute_strategy
-    stacked = NamedSharding(strategy.mesh, P(None, "replica"))
-
-    def spec(a):
-        a = np.asarray(a)
-        return jax.ShapeDtypeStruct((SPE, BATCH, *a.shape[1:]), a.dtype, sharding=stacked)
-
-    ones = np.ones(BATCH, np.float32)
-    xs = tuple(spec(a[:BATCH]) for a in (x, y, ones, ones))
-    program = model._program("train", False)  # batches streamed (not resident)
-    steps = jax.device_put(np.int32(SPE), strategy.replicated_sharding)
-    return program.lower(model._state, None, xs, steps).compile().memory_analysis()
-
-
-def build(make, specs: dict, layout: tuple) -> dict:
-    """Compiles and warms one model under one layout; its figures and a step timer."""
-    import jax
-
-    import phalanx
-
-    strategy = _strategy(layout, specs)
-    with strategy.scope():
-        model, data = make()
-        model.compile(
-            optimizer="adam",
-            loss=phalanx.losses.SparseCategoricalCrossentropy(from_logits=True),
-            steps_per_execution=SPE,
-        )
-    x, y = _arrays(data, BATCH * SPE * EXECUTIONS)
-    model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, shuffle=False)  # compile, warm
-    analysis = _analysis(model, x, y)
-    leaves = jax.tree.leaves((model._state.params, model._state.opt_state))
-    leaves = [a for a in leaves if hasattr(a, "addressable_shards")]
-
-    def time_step() -> float:
-        start = time.perf_counter()
-        model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, shuffle=False)
-        return (time.perf_counter() - start) / (SPE * EXECUTIONS)
-
-    return {
-        "params": model.count_params(),
-        "state": sum(a.addressable_shards[0].data.nbytes for a in leaves),
-        "args": analysis.argument_size_in_bytes,
-        "temp": analysis.temp_size_in_bytes,
-        "time": time_step,
-    }
-
-
 def _mib(n: int) -> str:
     return f"{n / 2**20:.2f}"
 
@@ -203,7 +135,7 @@ def main(argv=None) -> int:
     print("| model | params | layout | state MiB | args MiB | temp MiB | state ratio | step s |")
     print("|---|---|---|---|---|---|---|---|")
     for name, make, specs in models:
-        built = {_name(layout): build(make, specs, layout) for layout in layouts}
+        built = {_name(layout): build(_strategy(layout, specs), make) for layout in layouts}
         times: dict = {k: [] for k in built}
         for _ in range(args.runs):
             for k, b in built.items():
