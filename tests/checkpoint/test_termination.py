@@ -196,9 +196,11 @@ def test_bad_configurations_are_refused(manager):
         TerminationConfig(exit_fn=42)
     with pytest.raises(CheckpointError, match=r"save_fn=...\) must be a function"):
         TerminationConfig(save_fn="save")
-    for bad in (-1, float("nan"), float("inf"), "30", True):
+    for bad in (-1, float("nan"), float("inf"), "30", True, np.float32("nan")):
         with pytest.raises(CheckpointError, match=r"grace_period=...\) must be a finite number"):
             TerminationConfig(grace_period=bad)
+    for good in (np.int64(30), np.float32(30)):  # numpy's numbers are numbers
+        assert TerminationConfig(grace_period=good).grace_period == 30.0
     with pytest.raises(CheckpointError, match=r"must be a phalanx.checkpoint.TerminationConfig"):
         PreemptionCheckpointHandler(mgr, termination_config={"grace_period": 5})
     with pytest.raises(CheckpointError, match=r"got exit_fn= and termination_config.exit_fn"):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 import os
 import signal
 import threading
@@ -110,7 +111,7 @@ class TerminationConfig:
 def _check_grace_period(value: Any) -> float:
     if value is None:
         return 0.0
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)  # numpy's too
     if not ok or not math.isfinite(value) or value < 0:
         raise CheckpointError(
             "TerminationConfig(grace_period=...) must be a finite number of seconds >= 0 (the "
