@@ -211,6 +211,8 @@ def test_bad_configurations_are_refused(manager):
         PreemptionCheckpointHandler(mgr, signals=[signal.SIGKILL])
     with pytest.raises(CheckpointError, match=r"'SIGNOPE' is not a signal"):
         PreemptionCheckpointHandler(mgr, signals=["SIGNOPE"])
+    with pytest.raises(CheckpointError, match=r"signals: 3.5 is not a signal"):
+        PreemptionCheckpointHandler(mgr, signals=3.5)
 
 
 def test_gce_watcher_reads_the_metadata_server(monkeypatch):

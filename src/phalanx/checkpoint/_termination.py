@@ -28,7 +28,7 @@ import numbers
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .._threads import start_thread
@@ -140,8 +140,8 @@ def termination_signals(names: Any = None) -> tuple[int, ...]:
         names = [signal.SIGTERM]
         if os.environ.get("SLURM_JOB_ID"):
             names.append(signal.SIGUSR1)
-    if isinstance(names, str | int):
-        names = [names]
+    if isinstance(names, str | int) or not isinstance(names, Iterable):
+        names = [names]  # one signal; _signal_of refuses what is not one
     out = []
     for name in names:
         sig = _signal_of(name)
