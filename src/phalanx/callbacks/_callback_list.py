@@ -36,6 +36,15 @@ def _pythonify_logs(logs: Logs | None) -> Logs:
     return result
 
 
+def _keras_order(logs: Logs) -> Logs:
+    """Reorders ``logs`` in place as Keras 3 builds them: its training (or test) logs
+    with keys sorted, then the validation logs (``val_``), sorted; the same dict."""
+    items = sorted(logs.items(), key=lambda kv: (kv[0].startswith("val_"), kv[0]))
+    logs.clear()
+    logs.update(items)
+    return logs
+
+
 class CallbackList(Callback):
     """A list of callbacks called as one, as Keras 3's ``CallbackList``.
 
@@ -142,8 +151,9 @@ class CallbackList(Callback):
         self._each("on_epoch_begin", epoch, logs if logs is not None else {})
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
-        """Forwards ``on_epoch_end``; every callback gets the same ``logs`` dict."""
-        self._each("on_epoch_end", epoch, logs if logs is not None else {})
+        """Forwards ``on_epoch_end``; every callback gets the same ``logs`` dict, in
+        Keras's key order (the training logs sorted, then the ``val_`` ones sorted)."""
+        self._each("on_epoch_end", epoch, _keras_order(logs if logs is not None else {}))
 
     def on_train_batch_begin(self, batch: int, logs: Logs | None = None) -> None:
         """Forwards ``on_train_batch_begin``."""
@@ -182,8 +192,9 @@ class CallbackList(Callback):
         self._each("on_test_begin", logs or {})
 
     def on_test_end(self, logs: Logs | None = None) -> None:
-        """Forwards ``on_test_end``."""
-        self._each("on_test_end", logs or {})
+        """Forwards ``on_test_end`` (a copy of the logs in Keras's order: keys sorted;
+        ``evaluate``'s list keeps ``compile``'s order)."""
+        self._each("on_test_end", dict(sorted((logs or {}).items())))
 
     def on_predict_begin(self, logs: Logs | None = None) -> None:
         """Forwards ``on_predict_begin``."""

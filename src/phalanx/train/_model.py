@@ -49,6 +49,7 @@ from . import (
     _multi_output,
     _nested,
     _optimizer_count,
+    _read_ahead,
     _regularizers,
     _sharded,
     _step,
@@ -493,20 +494,21 @@ class Model(ModelIntrospection):
         cbs.on_train_begin()
         resume, self._resume = self._resume, None  # BackupAndRestore restored a position
         logs: dict = {}
-        for epoch in range(initial_epoch if resume is None else resume.epoch, epochs):
-            cbs.on_epoch_begin(epoch)
-            here = resume if resume is not None and epoch == resume.epoch else None
-            logs = self._run_epoch("train", train, epoch, cbs, where="fit's x", resume=here)
-            _adapter.stop_after_epoch(self, train, epochs - epoch - 1)
-            self._position = _checkpointing.TrainPosition(
-                epoch + 1, 0, self._position.input_state, logs
-            )
-            if val is not None and (epoch + 1) % validation_freq == 0:
-                val_logs = self._evaluate_adapter(val, cbs, where="validation_data")
-                logs.update({f"val_{k}": v for k, v in val_logs.items()})
-            cbs.on_epoch_end(epoch, logs)
-            if self.stop_training:
-                break
+        with _read_ahead.reading_ahead(train, epochs):  # the next epoch's input, while one runs
+            for epoch in range(initial_epoch if resume is None else resume.epoch, epochs):
+                cbs.on_epoch_begin(epoch)
+                here = resume if resume is not None and epoch == resume.epoch else None
+                logs = self._run_epoch("train", train, epoch, cbs, where="fit's x", resume=here)
+                _adapter.stop_after_epoch(self, train, epochs - epoch - 1)
+                self._position = _checkpointing.TrainPosition(
+                    epoch + 1, 0, self._position.input_state, logs
+                )
+                if val is not None and (epoch + 1) % validation_freq == 0:
+                    val_logs = self._evaluate_adapter(val, cbs, where="validation_data")
+                    logs.update({f"val_{k}": v for k, v in val_logs.items()})
+                cbs.on_epoch_end(epoch, logs)
+                if self.stop_training:
+                    break
         cbs.on_train_end(logs)
         self._sync_module()
         return self.history
@@ -688,10 +690,7 @@ class Model(ModelIntrospection):
         )
         cbs = self._callbacks(callbacks, verbose, epochs=1, steps=adapter.steps_per_epoch)
         logs = self._evaluate_adapter(adapter, cbs, where="evaluate's x")
-        if return_dict:
-            return logs
-        values = list(logs.values())
-        return values[0] if len(values) == 1 else values
+        return _format_logs(logs, return_dict)
 
     def _evaluate_adapter(self, adapter, cbs, *, where: str) -> dict:
         if cbs is not None:
@@ -1021,8 +1020,8 @@ def _hooks(cbs, kind):
 
 
 def _format_logs(logs: dict, return_dict: bool):
-    if return_dict:
-        return logs
+    if return_dict:  # Keras 3 sorts the names; the list keeps compile's order
+        return dict(sorted(logs.items()))
     values = list(logs.values())
     return values[0] if len(values) == 1 else values
 
