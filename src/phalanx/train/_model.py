@@ -124,6 +124,7 @@ class Model(ModelIntrospection):
         self._strategy: Strategy = get_strategy()
         self._config: CompileConfig | None = None
         self._predict_only = False  # compiled by predict() for itself, not by the user
+        self._losses_run = False
         self._state: _step.TrainState | None = None
         self._graphdefs: tuple | None = None
         self._programs: dict = {}
@@ -246,6 +247,7 @@ class Model(ModelIntrospection):
             )
         self._adopt_current_strategy()
         self._predict_only = False
+        self._losses_run = False  # fit/evaluate since compile (Keras's metrics_names)
         self._compile_args = {  # as given, for the .keras file's compile_config
             "optimizer": optimizer,
             "loss": loss,
@@ -308,7 +310,14 @@ class Model(ModelIntrospection):
         ``model.evaluate(..., return_dict=True)`` for the names with their values."""
         if self._config is None or self._predict_only:
             return []
-        return ["loss", "compile_metrics"] if self._config.metrics else ["loss"]
+        from ._multi_output import OutputLoss
+
+        output_losses = [m.name for m in self._config.metrics if isinstance(m, OutputLoss)]
+        names = ["loss"]
+        if len(output_losses) < len(self._config.metrics):
+            names.append("compile_metrics")
+        # Keras lists each output's loss once fit/evaluate computed it (not after predict).
+        return names + (output_losses if self._losses_run else [])
 
     @property
     def metrics(self) -> list:
@@ -323,6 +332,7 @@ class Model(ModelIntrospection):
 
     def _require_compiled(self, what: str, *, by_user: bool = False) -> CompileConfig:
         # by_user: fit/evaluate need the user's compile, not the one predict() made itself.
+        self._losses_run = self._losses_run or (by_user and self._config is not None)
         if self._config is None or (by_user and self._predict_only):
             raise RuntimeError(
                 f"You must call compile() before {what}(): e.g. "
