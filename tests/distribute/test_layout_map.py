@@ -306,6 +306,8 @@ def test_layout_map_matches_as_keras():
         layout_map["dense_1/kernel"]
     with pytest.raises(LayoutError, match="already has the key"):
         layout_map["dense_1/.*"] = ("model", None)
+    with pytest.raises(LayoutError, match=r"looks up variable paths \(str.*got 3 \(int\)"):
+        layout_map[3]
 
 
 def test_bad_meshes_and_maps_name_what_to_fix():

@@ -265,6 +265,11 @@ class LayoutMap(collections.abc.MutableMapping):
         Raises:
           LayoutError: several keys match ``path``.
         """
+        if not isinstance(path, str):
+            raise LayoutError(
+                f"LayoutMap looks up variable paths (str, e.g. 'dense/kernel'), got {path!r} "
+                f"({type(path).__name__})."
+            )
         if path in self._specs:
             return path
         keys = [k for k, pattern in self._patterns.items() if pattern.fullmatch(path)]
