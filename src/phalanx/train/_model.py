@@ -468,7 +468,8 @@ class Model(ModelIntrospection):
         _check_not_a_function(x, "fit")
         _check_not_a_function(validation_data, "fit", "validation_data=")
         check_inputs(x, y, sample_weight, where="fit", validation_data=validation_data)
-        _check_positive_int(epochs, "epochs")
+        _check_epoch_count(epochs, "epochs")  # 0, or initial_epoch >= epochs: no epoch, as Keras
+        _check_epoch_count(initial_epoch, "initial_epoch")
         _check_positive_int(validation_freq, "validation_freq")
         if validation_split and validation_data is None:
             (x, y, sample_weight), validation_data = _adapter.split_validation(
@@ -1047,6 +1048,15 @@ def _check_not_a_function(x, method: str, argument: str = "") -> None:
         raise FitInputError(
             f"{method}() got the function {name}, not data: Keras methods take the dataset "
             f"an input function returns. Call it: {method}({argument}{name}())."
+        )
+
+
+def _check_epoch_count(value, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+        raise FitInputError(
+            f"fit's {name} must be an int >= 0 (an epoch count), got {type(value).__name__} "
+            f"{value!r}. epochs=0, or initial_epoch >= epochs, trains no epoch (an empty "
+            "History), as Keras."
         )
 
 
