@@ -331,8 +331,8 @@ def _results(out):
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_two_processes_back_up_to_s3_asynchronously_and_resume_after_a_kill(s3, tmp_path):
-    """2 processes share the staging folder, upload their files, and commit once; process 1
-    is SIGKILLed mid-epoch, the launcher restarts the job, and it resumes from s3:// to end
+    """2 processes share the staging folder (process 0 writes and uploads the replicated
+    variables, process 1 agrees), and commit once; process 1 is SIGKILLed mid-epoch, the launcher restarts the job, and it resumes from s3:// to end
     bit-identical to an uninterrupted run."""
     import fsspec
 

@@ -145,20 +145,22 @@ class Checkpointers:
     """orbax's ``Checkpointer`` and ``AsyncCheckpointer`` of one writer, each made once."""
 
     def __init__(self):
-        self._made: dict[bool, Any] = {}
+        self._made: dict[tuple[bool, bool], Any] = {}
 
-    def get(self, async_save: bool):
-        """orbax's checkpointer (async or not) of composite checkpoints, made on first use."""
+    def get(self, async_save: bool, *, solo: bool = False):
+        """orbax's checkpointer (async or not; ``solo``: of a process writing alone, see
+        ``_io.checkpointer``) of composite checkpoints, made on first use."""
         from . import _io
 
-        if async_save not in self._made:
-            self._made[async_save] = _io.checkpointer(async_save)
-        return self._made[async_save]
+        key = (async_save, solo)
+        if key not in self._made:
+            self._made[key] = _io.checkpointer(async_save, solo=solo)
+        return self._made[key]
 
     def wait_until_finished(self) -> None:
         """Waits for orbax's asynchronous save, if one was started."""
-        if True in self._made:
-            self._made[True].wait_until_finished()
+        if (True, False) in self._made:
+            self._made[(True, False)].wait_until_finished()
 
     def close(self) -> None:
         """Stops orbax's threads."""

@@ -38,11 +38,33 @@ def ocp():
     return orbax_checkpoint
 
 
-def checkpointer(async_save: bool):
-    """An orbax checkpointer of composite (meta + arrays) directories."""
+def checkpointer(async_save: bool, *, solo: bool = False):
+    """An orbax checkpointer of composite (meta + arrays) directories.
+
+    ``solo``: the checkpointer of a process that writes alone (process 0 of
+    several, its arrays whole on the host): orbax's barriers and its merge of
+    the processes' files involve this process only, so no other process takes
+    part in the save or needs to see its folder.
+    """
     o = ocp()
-    handler = o.CompositeCheckpointHandler()
-    return o.AsyncCheckpointer(handler) if async_save else o.Checkpointer(handler)
+    if not solo:
+        handler = o.CompositeCheckpointHandler()
+        return o.AsyncCheckpointer(handler) if async_save else o.Checkpointer(handler)
+    import jax
+
+    alone = o.options.MultiprocessingOptions(
+        primary_host=jax.process_index(),
+        active_processes={jax.process_index()},
+        barrier_sync_key_prefix="phalanx-solo",
+    )
+    registry = o.handlers.DefaultCheckpointHandlerRegistry()
+    registry.add(META, o.args.JsonSave, o.JsonCheckpointHandler(multiprocessing_options=alone))
+    pytree = o.PyTreeCheckpointHandler(multiprocessing_options=alone)
+    registry.add(ARRAYS, o.args.PyTreeSave, pytree)
+    options = o.CompositeOptions(multiprocessing_options=alone)
+    handler = o.CompositeCheckpointHandler(composite_options=options, handler_registry=registry)
+    kind = o.AsyncCheckpointer if async_save else o.Checkpointer
+    return kind(handler, multiprocessing_options=alone)
 
 
 def save_args(arrays: dict, meta: dict):

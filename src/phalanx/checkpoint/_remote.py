@@ -27,9 +27,18 @@ one background thread (``_background``); the next save, ``wait_until_finished``
 and ``close`` wait for it and raise its error. A save still uploading when the
 interpreter exits is abandoned uncommitted (call ``close()`` before the script ends).
 
-Several processes must call ``save`` alike with a staging folder they share
-(``PHALANX_CHECKPOINT_STAGING``, default the temporary directory: right for
-processes of one machine), because orbax merges the processes' files in it.
+Several processes must call ``save`` alike; each stages in its own
+``PHALANX_CHECKPOINT_STAGING`` (default: the temporary directory), which need
+not be shared. When every array is whole on process 0's host (replicated
+variables: ``host_arrays`` copies them), process 0 writes the checkpoint
+alone, with an orbax checkpointer whose barriers and merge of per-process
+files involve process 0 only (``_io.checkpointer(solo=True)``), and uploads
+every file; the others only take part in the agreements. Arrays split over
+processes (``shard_parameters``, a layout map across processes) are written
+by orbax on every process, which merges their files in one folder: then the
+staging folder must be one that every process sees (NFS), and
+``_require_shared`` checks it before orbax starts (process 0 leaves a file
+with a nonce; the others look for it) and raises a ``CheckpointError`` if not.
 """
 
 from __future__ import annotations
@@ -187,6 +196,57 @@ def _staging_folder(tag: str) -> str:
     return os.path.join(root, f"phalanx-staging-{token}")
 
 
+#: How long processes other than 0 look for process 0's file in a staging folder meant to be shared.
+SHARED_WAIT_S = 10.0
+
+
+def _require_shared(staging: str, tag: str, url: str) -> None:
+    """Checks that every process sees the staging folder of process 0 (arrays split over processes:
+    orbax merges every process's files there). Process 0 leaves a file with a fresh nonce; the
+    others look for it for up to :data:`SHARED_WAIT_S` seconds (a network file system's caches).
+
+    Raises:
+      CheckpointError: a process did not see it (nothing was written).
+    """
+    import time
+
+    from ..cluster import _agree, _kv
+
+    me, _ = _processes()
+    probe = os.path.join(staging, "phalanx-shared-probe")
+    nonce = secrets.token_hex(8)
+    if me == 0:
+        os.makedirs(staging, exist_ok=True)
+        with open(probe, "w") as f:
+            f.write(nonce)
+    nonce = _kv.gather(f"{tag}/nonce", nonce, timeout_s=_agree_timeout(), what="a probe")[0]
+    deadline = time.monotonic() + SHARED_WAIT_S
+    while not (seen := _reads(probe, nonce)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    agreed = _agree.all_have(tag, seen, timeout_s=_agree_timeout())
+    if all(agreed):
+        return
+    if me == 0:
+        shutil.rmtree(staging, ignore_errors=True)
+    blind = [p for p, good in enumerate(agreed) if not good]
+    raise CheckpointError(
+        f"Checkpoint {url!r} was not written: its arrays are split over processes "
+        f"(shard_parameters or a layout map), and orbax merges every process's shards in "
+        f"one staging folder, but processes {blind} do not see the file that process 0 "
+        f"wrote in it ({STAGING_ENV}={os.path.dirname(staging)!r} here). Set {STAGING_ENV} to a "
+        "folder that every machine mounts (NFS), or save variables replicated (no "
+        "shard_parameters). The previous checkpoint is still the latest."
+    )
+
+
+def _reads(path: str, text: str) -> bool:
+    try:
+        with open(path) as f:
+            return f.read() == text
+    except OSError:
+        return False
+
+
 class RemoteWriter:
     """Writes checkpoints to URLs: orbax into a local staging folder, then upload and commit.
 
@@ -212,21 +272,30 @@ class RemoteWriter:
         """Saves ``arrays`` and ``meta`` as the checkpoint at ``url``, replacing one there.
 
         Raises:
-          CheckpointError: the previous asynchronous save failed (raised here), or,
-            saving synchronously, this one did.
+          CheckpointError: the previous asynchronous save failed (raised here); the
+            arrays are split over processes whose staging folders are not shared;
+            or, saving synchronously, this save failed.
         """
         from ..cluster import _agree
 
         self.wait_until_finished()
-        host = _background.host_arrays(arrays) if self._async else None
+        _, n = _processes()
+        # Several processes: process 0 writes whole host arrays alone (module docs).
+        host = _background.host_arrays(arrays) if self._async or n > 1 else None
         tag = f"checkpoint/{_agree.new_round()}"
         staging = _staging_folder(tag)
         local = os.path.join(staging, "ckpt")
         commit = (url, staging, local, tag, after_commit)
-        if host is not None:  # orbax's write, the upload and the commit in the background
+        if host is not None:  # orbax's write, then the upload and the commit
+            job = (_io.save_args(host, meta), commit, n > 1)
+            if not self._async:
+                self._write_and_commit(*job)
+                return
             self.pending = url
-            self._background.run(self._write_and_commit, _io.save_args(host, meta), commit)
+            self._background.run(self._write_and_commit, *job)
             return
+        if n > 1:  # split arrays: orbax merges every process's files in one folder
+            _require_shared(staging, f"{tag}/shared", url)
         orbax = self._orbax.get(self._async)
         try:
             orbax.save(local, args=_io.save_args(arrays, meta), force=True)
@@ -239,7 +308,16 @@ class RemoteWriter:
         self.pending = url
         self._background.run(self._wait_and_commit, orbax, commit)
 
-    def _write_and_commit(self, args: Any, commit: tuple) -> None:
+    def _write_and_commit(self, args: Any, commit: tuple, solo: bool) -> None:
+        """orbax's synchronous write of host arrays, then the commit; ``solo``: process 0
+        writes alone, inside the commit, so that a failure is agreed like an upload's."""
+        if solo:
+            if _processes()[0] != 0:
+                self._commit(*commit)  # nothing to write: it agrees on process 0's upload
+                return
+            orbax = self._orbax.get(False, solo=True)
+            self._commit(*commit, write=lambda: orbax.save(commit[2], args=args, force=True))
+            return
         try:
             self._orbax.get(False).save(commit[2], args=args, force=True)
         except BaseException:
@@ -257,8 +335,12 @@ class RemoteWriter:
             raise
         self._commit(*commit)
 
-    def _commit(self, url, staging, local, tag, after_commit) -> None:
-        """Steps 2-4 of the module docs: clear the URL, upload, agree, write the marker."""
+    def _commit(self, url, staging, local, tag, after_commit, write=None) -> None:
+        """Steps 2-4 of the module docs: clear the URL, upload, agree, write the marker.
+
+        ``write``: process 0 writing alone; it writes ``local`` after the URL is cleared and
+        uploads every file.
+        """
         from ..cluster import _agree
 
         me, n = _processes()
@@ -267,7 +349,7 @@ class RemoteWriter:
             if me == 0:
                 remove(url)
             _agree.all_have(f"{tag}/cleared", True, timeout_s=timeout)
-            count = self._upload_agreed(local, url, f"{tag}/uploaded", timeout)
+            count = self._upload_agreed(local, url, f"{tag}/uploaded", timeout, write)
             if me == 0:
                 loc = _locate(join(url, MARKER))
                 with loc.fs.open(loc.path, "wb") as f:
@@ -279,8 +361,10 @@ class RemoteWriter:
             self.pending = None
             shutil.rmtree(staging, ignore_errors=True)
 
-    def _upload_agreed(self, local: str, url: str, tag: str, timeout: float) -> int:
+    def _upload_agreed(self, local: str, url: str, tag: str, timeout: float, write=None) -> int:
         """Uploads this process's files; returns their count once every process succeeded.
+
+        ``write``: called first (process 0 writing alone: it uploads every file).
 
         Raises:
           CheckpointError: a process failed (named, with this process's error).
@@ -295,7 +379,9 @@ class RemoteWriter:
                     "the interpreter exited before it finished: call close() or "
                     "wait_until_finished() before the script ends"
                 )
-            count = upload(local, url, process=me, processes=n)
+            if write is not None:
+                write()
+            count = upload(local, url, process=me, processes=1 if write is not None else n)
         except Exception as error:  # every process must still answer the agreement
             failure = error
         agreed = _agree.all_have(tag, failure is None, timeout_s=timeout)
@@ -303,8 +389,8 @@ class RemoteWriter:
             failed = [p for p, good in enumerate(agreed) if not good]
             why = f": {type(failure).__name__}: {failure}" if failure is not None else ""
             raise CheckpointError(
-                f"Checkpoint {url!r} was not committed: processes {failed} failed to upload "
-                f"their files{why}. The previous checkpoint is still the latest."
+                f"Checkpoint {url!r} was not committed: processes {failed} failed to write or "
+                f"upload their files{why}. The previous checkpoint is still the latest."
             ) from failure
         return count
 
