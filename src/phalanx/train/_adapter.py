@@ -65,6 +65,7 @@ from ..data import _structure as st
 from ..data._prefetch import background
 from ..distribute._placement import HostBuffer, host_array, put, put_resident
 from ..errors import BatchNotDivisibleError, FitInputError, MissingTargetsError
+from ._read_ahead import NextEpoch
 from ._validate import check_batch_rows
 
 RESIDENT_LIMIT_BYTES = 2 << 30
@@ -321,6 +322,12 @@ class IterableAdapter:
         self._pool = _BufferPool()
         #: Whether the batches hold targets ``y``; known once the first batch is read.
         self.has_targets: bool | None = None
+        #: ``fit``'s epochs while it runs (``_read_ahead.reading_ahead``): an epoch before
+        #: the last starts reading the next one when it has read its own (None: never).
+        self.epochs: int | None = None
+        self._next_epoch: NextEpoch | None = None  # the next epoch, read ahead
+        self._reading: object | None = None  # the epoch being read (an identity)
+        self._lock = threading.Lock()
 
     @property
     def global_batch_size(self) -> int | None:
@@ -370,12 +377,52 @@ class IterableAdapter:
         """The epoch's executions from step ``start``, prepared one ahead in a background thread.
 
         ``start`` and ``input_state`` (an ``Execution.input_state`` of a saved
-        run) resume an epoch where a checkpoint left it.
+        run) resume an epoch where a checkpoint left it. Within ``fit``
+        (``epochs`` set), the thread that read an epoch reads the next one's first
+        execution ahead, when the input is a ``Dataset`` (``_read_ahead``); asking
+        for that epoch from its start takes it, asking for anything else drops it.
         """
+        with self._lock:
+            ahead, self._next_epoch = self._next_epoch, None
+            if ahead is not None and ahead.epoch == epoch and start == 0 and input_state is None:
+                self._reading = ahead
+                return ahead.adopt()
+            self._reading = reading = object()
+        if ahead is not None:
+            ahead.drop()
         it = self._epoch_iterator(epoch, start, input_state)
-        return background(self._generate(it, epoch, start), size=1)
+        return background(self._read_on(self._generate(it, epoch, start), epoch, reading), size=1)
 
-    def _generate(self, it: Iterator, epoch: int, start: int = 0) -> Iterator[Execution]:
+    def _read_on(self, executions: Iterator, epoch: int, reading: object) -> Iterator[Execution]:
+        """``executions``, then the next epoch's read ahead when it may be (``_read_ahead``)."""
+        yield from executions
+        if (
+            self.epochs is None
+            or epoch + 1 >= self.epochs
+            or self._one_shot
+            or not hasattr(self._iterable, "_iter_epoch")  # a Dataset's next pass
+        ):
+            return
+        with self._lock:
+            if self._reading is not reading:  # fit went on without this epoch's end
+                return
+            ahead = NextEpoch(epoch + 1, warn_out_of_data)
+            it = self._epoch_iterator(epoch + 1)
+            ahead.start(
+                self._read_on(self._generate(it, epoch + 1, warn=ahead.warn), epoch + 1, ahead)
+            )
+            self._next_epoch = ahead
+
+    def drop_read_ahead(self) -> None:
+        """Stops reading the next epoch ahead, if it was (its thread joined)."""
+        with self._lock:
+            ahead, self._next_epoch, self._reading = self._next_epoch, None, None
+        if ahead is not None:
+            ahead.drop()
+
+    def _generate(
+        self, it: Iterator, epoch: int, start: int = 0, warn: Callable[[], None] | None = None
+    ) -> Iterator[Execution]:
         limit = self.steps_per_epoch
         step = start
         if limit == 0:  # a dataset of length 0
@@ -396,7 +443,7 @@ class IterableAdapter:
             if not batches and step == start == 0:
                 raise _no_batches()
             if len(batches) < want:
-                self._end_of_input(step + len(batches), limit)
+                self._end_of_input(step + len(batches), limit, warn or warn_out_of_data)
             if not batches:
                 return
             if self._read is not None:
@@ -416,7 +463,7 @@ class IterableAdapter:
             # a cache() is complete only then, and later epochs read it as indices.
             next(source, None)
 
-    def _end_of_input(self, step: int, limit: int | None) -> None:
+    def _end_of_input(self, step: int, limit: int | None, warn: Callable[[], None]) -> None:
         """The input ended after ``step`` steps of this epoch's ``limit`` (None: its length).
 
         As Keras 3: short of the steps asked for, a warning, and the epoch ends
@@ -427,7 +474,7 @@ class IterableAdapter:
             self.exhausted = True
         if self._steps_given is not None and step < limit:
             self._ran_out = True
-            warn_out_of_data()
+            warn()
 
     def _input_state(self, it: Iterator) -> dict | None:
         """What a checkpoint saves of the input after a batch: the iterator's state and
