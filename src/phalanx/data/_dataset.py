@@ -397,6 +397,50 @@ class Dataset:
         check_callable("map_func", map_func, "flat_map", "a function element -> Dataset")
         return self.interleave(map_func, cycle_length=1, block_length=1)
 
+    def window(
+        self, size: int, shift: int | None = None, stride: int = 1, drop_remainder: bool = False
+    ) -> Dataset:
+        """A dataset of windows of ``size`` elements, each a dataset (a tuple or dict of
+        datasets for tuple or dict elements), as tf.data's ``window``.
+
+        Window ``k`` holds the elements ``k * shift + j * stride`` (``j < size``);
+        ``shift`` defaults to ``size``. The last windows are shorter unless
+        ``drop_remainder=True``. Follow with ``flat_map(lambda w: w.batch(size))``
+        for a dataset of arrays.
+
+        Raises:
+          DatasetArgumentError: ``size``, ``shift`` or ``stride`` is not a positive
+            int, or ``drop_remainder`` is not a bool.
+
+        Example:
+          >>> ds = Dataset.range(5).window(3, shift=1, drop_remainder=True)
+          >>> [w.tolist() for w in ds.flat_map(lambda w: w.batch(3))]
+          [[0, 1, 2], [1, 2, 3], [2, 3, 4]]
+        """
+        from ._window import WindowDataset
+
+        size = check_positive("size", size, "window")
+        shift = size if shift is None else check_positive("shift", shift, "window")
+        stride = check_positive("stride", stride, "window")
+        drop = check_bool("drop_remainder", drop_remainder, "window")
+        return WindowDataset(self, size, shift, stride, drop)
+
+    def unique(self) -> Dataset:
+        """Each distinct element once, at its first occurrence (tf.data's ``unique``).
+
+        Raises:
+          DatasetTypeError: the elements are not one int32, int64 or string array.
+
+        Example:
+          >>> import numpy as np
+          >>> [int(x) for x in Dataset.from_tensor_slices(np.array([1, 37, 2, 37, 2, 1])).unique()]
+          [1, 37, 2]
+        """
+        from ._unique import UniqueDataset, check_unique_input
+
+        check_unique_input(self)
+        return UniqueDataset(self)
+
     def reduce(self, initial_state: Any, reduce_func: Callable[[Any, Any], Any]) -> Any:
         """Fold the elements into one value: ``reduce_func(state, element)`` for each
         element in order, from ``initial_state`` (the element whole, as tf.data)."""

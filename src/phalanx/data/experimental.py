@@ -44,6 +44,32 @@ def cardinality(dataset: Any) -> int:
     return dataset.cardinality()
 
 
+def unique() -> Any:
+    """``tf.data.experimental.unique()``: the transformation ``ds.apply`` takes for ``ds.unique()``.
+
+    Returns:
+      A function ``Dataset -> Dataset``.
+
+    Example:
+      >>> import numpy as np, phalanx
+      >>> ds = phalanx.data.Dataset.from_tensor_slices(np.array([3, 1, 3]))
+      >>> [int(x) for x in ds.apply(unique())]
+      [3, 1]
+    """
+
+    def _apply(dataset: Any) -> Any:
+        from ._dataset import Dataset
+
+        if not isinstance(dataset, Dataset):
+            raise DatasetTypeError(
+                f"unique() transforms a phalanx.data.Dataset, got {type(dataset).__name__}; "
+                "use it as ds.apply(phalanx.data.experimental.unique())."
+            )
+        return dataset.unique()
+
+    return _apply
+
+
 __all__ = [
     "AUTOTUNE",
     "INFINITE_CARDINALITY",
@@ -51,4 +77,5 @@ __all__ = [
     "AutoShardPolicy",
     "DistributeOptions",
     "cardinality",
+    "unique",
 ]
