@@ -315,6 +315,20 @@ class CompileArgumentError(PhalanxError, ValueError, TypeError):
     """``compile`` got an argument it cannot use (``steps_per_execution=0``, ``metrics="mae"``)."""
 
 
+class NotCompiledError(PhalanxError, ValueError, RuntimeError):
+    """``fit``/``evaluate``/``train_on_batch`` came before ``compile`` (Keras 3 raises ValueError;
+    ``predict`` is allowed, as in Keras)."""
+
+
+class CallbackArgumentError(PhalanxError, ValueError, TypeError):
+    """A callback's constructor, or ``fit``'s ``callbacks=``, got an argument it cannot use
+    (``ModelCheckpoint(3)``, ``ReduceLROnPlateau(factor=1.5)``, ``callbacks=[1]``)."""
+
+
+class ModelArgumentError(ModelStructureError, TypeError):
+    """A ``Sequential`` got something other than layers (``Sequential(3)``, ``add("x")``)."""
+
+
 class UnknownNameError(PhalanxError, ValueError):
     """A name that phalanx does not know: an optimizer, loss, metric (``compile(loss="msee")``),
     activation or initializer (``Dense(8, activation="relux")``)."""

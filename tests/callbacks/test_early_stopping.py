@@ -167,9 +167,15 @@ def test_unknown_mode_is_refused():
         EarlyStopping(mode="minimum")
 
 
-def test_bad_patience_is_refused():
-    with pytest.raises(ValueError, match=r"patience must be an integer >= 0.*received -1"):
-        EarlyStopping(patience=-1)
+def test_negative_patience_stops_as_zero_as_keras(model):
+    # Keras 3 accepts patience=-1: wait >= -1 holds at the first non-improving epoch.
+    history = _run(model, EarlyStopping(monitor="val_loss", patience=-1), [0.9, 0.8, 0.8, 0.7])
+    assert history.epoch == [0, 1, 2]
+
+
+def test_non_integer_patience_is_refused():
+    with pytest.raises(ValueError, match=r"patience must be an integer.*received 1.5 \(float\)"):
+        EarlyStopping(patience=1.5)
 
 
 def test_auto_mode_refuses_a_name_it_cannot_place(model):

@@ -210,7 +210,7 @@ def test_missing_checkpoint_and_unsaved_model(tmp_path):
 def test_backup_and_restore_arguments_are_checked():
     with pytest.raises(ValueError, match=r"save_freq must be 'epoch' or a positive number"):
         phalanx.callbacks.BackupAndRestore("b", save_freq=0)
-    with pytest.raises(ValueError, match=r"backup_dir must be a path"):
+    with pytest.raises(ValueError, match=r"backup_dir must be a folder"):
         phalanx.callbacks.BackupAndRestore(None)
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..errors import CheckpointError
+from ..errors import CallbackArgumentError, CheckpointError
 from . import _process
+from ._args import check_path
 from ._callback import Callback, Logs
 
 
@@ -79,17 +80,13 @@ class BackupAndRestore(Callback):
         termination_config: Any = None,
     ) -> None:
         super().__init__()
-        if isinstance(backup_dir, bytes) or not isinstance(backup_dir, str | os.PathLike):
-            raise ValueError(
-                "BackupAndRestore: backup_dir must be a path (str or os.PathLike), got "
-                f"{backup_dir!r} ({type(backup_dir).__name__})."
-            )
-        if not os.fspath(backup_dir):
-            raise ValueError("BackupAndRestore: backup_dir is empty; give a folder for the backup.")
+        backup_dir = check_path(
+            "BackupAndRestore", "backup_dir", backup_dir, what="a folder", example="'backup'"
+        )
         if save_freq != "epoch" and (
             isinstance(save_freq, bool) or not isinstance(save_freq, int) or save_freq < 1
         ):
-            raise ValueError(
+            raise CallbackArgumentError(
                 "BackupAndRestore: save_freq must be 'epoch' or a positive number of steps; "
                 f"received save_freq={save_freq!r} ({type(save_freq).__name__})."
             )

@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import Iterable
 from typing import Any
 
+from ..errors import CallbackArgumentError
 from ._callback import Callback, Logs
 from ._history import History
 from ._progbar_logger import ProgbarLogger
@@ -90,8 +91,8 @@ class CallbackList(Callback):
         self.callbacks: list[Callback] = _flatten(callbacks)
         for i, cb in enumerate(self.callbacks):
             if not isinstance(cb, Callback):
-                raise TypeError(
-                    f"callbacks[{i}] must be a phalanx.callbacks.Callback; received "
+                raise CallbackArgumentError(
+                    f"fit's callbacks[{i}] must be a phalanx.callbacks.Callback; received "
                     f"{cb!r} ({type(cb).__name__}). Subclass Callback or wrap functions in LambdaCallback."
                 )
         self._add_default_callbacks(add_history, add_progbar)

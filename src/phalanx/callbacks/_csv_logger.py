@@ -14,9 +14,11 @@ from typing import IO, Any
 
 import numpy as np
 
+from ..errors import CallbackArgumentError
 from ..io import _fs
 from ..io._staging import StagedFile
 from . import _process
+from ._args import check_path
 from ._callback import Callback, Logs
 
 
@@ -63,8 +65,10 @@ class CSVLogger(Callback):
     ):
         super().__init__()
         if not isinstance(separator, str) or len(separator) != 1:
-            raise ValueError(f"CSVLogger: separator must be one character; received {separator!r}.")
-        self.filename = os.fspath(filename)
+            raise CallbackArgumentError(
+                f"CSVLogger: separator must be one character; received {separator!r}."
+            )
+        self.filename = check_path("CSVLogger", "filename", filename)
         _fs.locate(self.filename)  # a URL whose file-system package is missing fails here
         self._staged: StagedFile | None = None
         self.sep = separator

@@ -5,17 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import _process
+from ._args import check_count as _check_count
 from ._callback import Logs
 from ._monitor import MonitorCallback
-
-
-def _check_count(owner: str, name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ValueError(
-            f"{owner}: {name} must be an integer >= 0 (a number of epochs); "
-            f"received {value!r} ({type(value).__name__})."
-        )
-    return int(value)
 
 
 class EarlyStopping(MonitorCallback):

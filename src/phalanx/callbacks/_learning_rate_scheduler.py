@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..errors import CallbackArgumentError
 from . import _process
 from ._callback import Callback, Logs
 from ._learning_rate import get_learning_rate, set_learning_rate
@@ -59,7 +60,7 @@ class LearningRateScheduler(Callback):
     def __init__(self, schedule: Callable[..., float], verbose: int = 0) -> None:
         super().__init__()
         if not callable(schedule):
-            raise TypeError(
+            raise CallbackArgumentError(
                 "LearningRateScheduler: schedule must be a function schedule(epoch, lr) -> lr; "
                 f"received {schedule!r} ({type(schedule).__name__})."
             )

@@ -6,9 +6,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import WeightsFileError
+from ..errors import CallbackArgumentError, WeightsFileError
 from ..io import _fs
 from . import _process
+from ._args import check_path
 from ._callback import Logs
 from ._monitor import MonitorCallback
 from ._step_counter import StepCounter
@@ -86,11 +87,13 @@ class ModelCheckpoint(MonitorCallback):
         if save_freq != "epoch" and (
             isinstance(save_freq, bool) or not isinstance(save_freq, int) or save_freq < 1
         ):
-            raise ValueError(
+            raise CallbackArgumentError(
                 "ModelCheckpoint: save_freq must be 'epoch' or a positive number of steps; "
                 f"received save_freq={save_freq!r} ({type(save_freq).__name__})."
             )
-        self.filepath = os.fspath(filepath)
+        self.filepath = check_path(
+            "ModelCheckpoint", "filepath", filepath, example="'ckpt/model.weights.h5'"
+        )
         self.verbose = verbose
         self.save_best_only = save_best_only
         self.save_weights_only = bool(save_weights_only)

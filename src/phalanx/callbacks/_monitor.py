@@ -13,6 +13,7 @@ import math
 import warnings
 from typing import Any
 
+from ..errors import CallbackArgumentError
 from ._callback import Callback, Logs
 
 MODES = ("auto", "min", "max")
@@ -33,8 +34,8 @@ _UP_PREFIXES = (
 
 def check_mode(owner: str, mode: Any) -> str:
     """Returns ``mode`` when it is one of ``auto``/``min``/``max``, else raises ValueError."""
-    if mode not in MODES:
-        raise ValueError(
+    if not isinstance(mode, str) or mode not in MODES:
+        raise CallbackArgumentError(
             f"{owner}: mode must be 'auto', 'min' or 'max'; received mode={mode!r}. "
             "Use 'min' for losses and errors, 'max' for accuracies and scores."
         )
@@ -44,7 +45,7 @@ def check_mode(owner: str, mode: Any) -> str:
 def check_monitor(owner: str, monitor: Any) -> str:
     """Returns ``monitor`` when it is a non-empty string, else raises TypeError."""
     if not isinstance(monitor, str) or not monitor:
-        raise TypeError(
+        raise CallbackArgumentError(
             f"{owner}: monitor must be the name of a value in the epoch logs such as "
             f"'val_loss'; received {monitor!r} ({type(monitor).__name__})."
         )

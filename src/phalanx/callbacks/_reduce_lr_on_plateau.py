@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
+from ..errors import CallbackArgumentError
 from . import _process
+from ._args import check_count as _check_count
 from ._callback import Logs
-from ._early_stopping import _check_count
 from ._learning_rate import get_learning_rate, set_learning_rate
 from ._monitor import MonitorCallback
 
@@ -64,10 +67,10 @@ class ReduceLROnPlateau(MonitorCallback):
         min_lr: float = 0.0,
     ) -> None:
         super().__init__(monitor, mode, min_delta=min_delta)
-        if not 0 <= factor < 1:
-            raise ValueError(
+        if isinstance(factor, bool) or not isinstance(factor, numbers.Real) or not 0 <= factor < 1:
+            raise CallbackArgumentError(
                 f"ReduceLROnPlateau: factor must be in [0, 1) (new_lr = lr * factor); "
-                f"received factor={factor!r}."
+                f"received factor={factor!r}. Pass e.g. factor=0.5 to halve the rate."
             )
         self.factor = float(factor)
         self.patience = _check_count("ReduceLROnPlateau", "patience", patience)

@@ -22,9 +22,11 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import CallbackArgumentError
 from ..io import _fs
 from ..io._staging import StagedDir
 from . import _process
+from ._args import check_path
 from ._callback import Callback, Logs
 from ._learning_rate import try_learning_rate
 from ._profiler import ProfileWindow, parse_profile_batch
@@ -40,7 +42,7 @@ def _check_update_freq(update_freq: Any) -> str | int:
         return "epoch"
     if isinstance(update_freq, int) and not isinstance(update_freq, bool) and update_freq >= 1:
         return update_freq
-    raise ValueError(
+    raise CallbackArgumentError(
         "TensorBoard: update_freq must be 'epoch', 'batch' or a positive number of steps; "
         f"received update_freq={update_freq!r} ({type(update_freq).__name__})."
     )
@@ -129,10 +131,12 @@ class TensorBoard(Callback):
             or not isinstance(histogram_freq, int)
             or histogram_freq < 0
         ):
-            raise ValueError(
+            raise CallbackArgumentError(
                 f"TensorBoard: histogram_freq must be an integer >= 0 (epochs); received {histogram_freq!r}."
             )
-        self.log_dir = os.fspath(log_dir)
+        self.log_dir = check_path(
+            "TensorBoard", "log_dir", log_dir, what="a folder", example="'logs/run1'"
+        )
         _fs.locate(self.log_dir)  # a URL whose file-system package is missing fails here
         self._staged: StagedDir | None = None
         self.histogram_freq = histogram_freq

@@ -10,6 +10,7 @@ optimizer state without recompiling.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -110,6 +111,7 @@ def resolve_compile(
 ) -> CompileConfig:
     """Resolves ``compile``'s arguments; raises with the accepted names on a mistake."""
     _check_steps_per_execution(steps_per_execution)
+    _check_seed(seed)
     if isinstance(optimizer, _mixed_precision.LossScaleOptimizer):
         opt = optimizer
     else:  # under mixed_float16, wrapped in a LossScaleOptimizer as Keras does
@@ -137,6 +139,21 @@ def resolve_compile(
             "phalanx.metrics.AUC(name='auc_2'), or a function with another __name__."
         )
     return CompileConfig(opt, tx, loss_fn, resolved, steps_per_execution, seed)
+
+
+def _check_seed(value: Any) -> None:
+    """``seed`` is an int that ``jax.random.key`` takes (a 64-bit signed integer)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise CompileArgumentError(
+            f"compile's seed must be an int (the seed of the dropout keys and of fit's "
+            f"shuffling), got {value!r} ({type(value).__name__}). Pass e.g. seed=0, or "
+            "seed=hash('a') % 2**31 to derive one from a name."
+        )
+    if not -(2**63) <= int(value) < 2**63:
+        raise CompileArgumentError(
+            f"compile's seed must fit in 64 bits (-2**63 <= seed < 2**63), got {value!r}. "
+            "Pass seed % 2**63."
+        )
 
 
 def _check_steps_per_execution(value: Any) -> None:

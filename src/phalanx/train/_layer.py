@@ -106,6 +106,19 @@ def _is_traced(x: Any) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
+def _layer_dtype(owner: str, dtype: Any) -> Any:
+    """``layer_dtype(dtype)``, a ``LayerArgumentError`` naming the layer for a dtype JAX lacks."""
+    try:
+        return _mixed_precision.layer_dtype(dtype)
+    except (TypeError, ValueError):
+        raise LayerArgumentError(
+            f"{owner}: dtype must be a float dtype ('float32', 'bfloat16', 'float16'), a "
+            f"mixed-precision policy ('mixed_bfloat16', 'mixed_float16') or None; got "
+            f"{dtype!r} ({type(dtype).__name__}). Pass dtype=None to compute in the input's "
+            "float dtype."
+        ) from None
+
+
 class Layer(Regularized, nnx.Module):
     """Base class of phalanx's Keras-style layers.
 
@@ -130,7 +143,7 @@ class Layer(Regularized, nnx.Module):
         self.name = name
         self.declared_input_shape = normalize_shape(input_shape)
         # A dtype or a policy name ("mixed_bfloat16": compute in bfloat16, weights float32).
-        self.dtype = None if dtype is None else _mixed_precision.layer_dtype(dtype)
+        self.dtype = None if dtype is None else _layer_dtype(type(self).__name__, dtype)
         self.built = False
         self.trainable = True
         self.built_input_shape: Shape | None = None

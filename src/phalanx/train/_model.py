@@ -37,7 +37,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..distribute import Strategy, get_strategy
-from ..errors import LabelOutOfRangeError, MissingTargetsError, ScopeError
+from ..errors import (
+    CompileArgumentError,
+    LabelOutOfRangeError,
+    MissingTargetsError,
+    NotCompiledError,
+    ScopeError,
+)
 from . import (
     _adapter,
     _checkpointing,
@@ -214,7 +220,7 @@ class Model(ModelIntrospection):
         metrics: Sequence[Any] | None = None,
         *,
         steps_per_execution: int = 1,
-        jit_compile: bool = True,
+        jit_compile: bool | str = "auto",
         seed: int = 0,
         loss_weights: Any = None,
     ) -> None:
@@ -231,7 +237,9 @@ class Model(ModelIntrospection):
           steps_per_execution: the number of training steps fused into one compiled
             program (``lax.scan``); callbacks and the progress bar see each
             execution once, with every step counted.
-          jit_compile: must be True: every step is compiled by XLA.
+          jit_compile: True, False or ``"auto"``, as Keras. Every step is compiled by
+            XLA whichever is given: ``False`` logs a warning and compiles anyway
+            (debug a step eagerly with ``model(x)`` or ``jax.disable_jit()``).
           seed: the seed of the dropout keys and of ``fit``'s shuffling.
           loss_weights: with a loss per output (a list or dict), the weight of
             each output's loss in the total, as Keras.
@@ -240,11 +248,7 @@ class Model(ModelIntrospection):
           ValueError: an argument is out of range.
           ScopeError: the model belongs to another strategy than the current one.
         """
-        if not jit_compile:
-            raise ValueError(
-                "jit_compile=False is not supported: phalanx compiles every step with XLA. "
-                "Debug a step eagerly with model(x) or jax.disable_jit()."
-            )
+        _check_jit_compile(jit_compile)
         self._adopt_current_strategy()
         self._predict_only = False
         self._losses_run = False  # fit/evaluate since compile (Keras's metrics_names)
@@ -334,7 +338,7 @@ class Model(ModelIntrospection):
         # by_user: fit/evaluate need the user's compile, not the one predict() made itself.
         self._losses_run = self._losses_run or (by_user and self._config is not None)
         if self._config is None or (by_user and self._predict_only):
-            raise RuntimeError(
+            raise NotCompiledError(
                 f"You must call compile() before {what}(): e.g. "
                 "model.compile(optimizer='adam', loss='sparse_categorical_crossentropy')."
             )
@@ -527,6 +531,7 @@ class Model(ModelIntrospection):
     def _callbacks(self, callbacks, verbose, *, epochs, steps, progbar=True):
         from ..callbacks import CallbackList
 
+        _check_verbose(verbose)
         verbose = 1 if verbose == "auto" else int(verbose)
         return CallbackList(
             callbacks,  # one callback, or (nested) lists: CallbackList flattens, as Keras
@@ -1058,6 +1063,35 @@ def _check_epoch_count(value, name: str) -> None:
             f"{value!r}. epochs=0, or initial_epoch >= epochs, trains no epoch (an empty "
             "History), as Keras."
         )
+
+
+def _check_verbose(verbose) -> None:
+    # Keras 3 takes any value (verbose="x" is truthy: a progress bar that prints nothing).
+    if isinstance(verbose, bool) or verbose == "auto":
+        return
+    if not isinstance(verbose, int | np.integer) or verbose not in (0, 1, 2):
+        raise FitInputError(
+            f"verbose must be 'auto', 0 (silent), 1 (a progress bar) or 2 (one line per "
+            f"epoch), got {verbose!r} ({type(verbose).__name__}). Pass verbose=0 to print "
+            "nothing."
+        )
+
+
+def _check_jit_compile(jit_compile) -> None:
+    """Keras's ``jit_compile``: True, False or "auto". phalanx compiles every step with XLA."""
+    if isinstance(jit_compile, bool | np.bool_) or jit_compile == "auto":
+        if not jit_compile:
+            log.warning(
+                "phalanx: compile(jit_compile=False) still compiles every step with XLA (JAX "
+                "has no eager training step). Debug a step eagerly with model(x) or inside "
+                "`with jax.disable_jit():`."
+            )
+        return
+    raise CompileArgumentError(
+        f"jit_compile must be True, False or 'auto' (as Keras), got {jit_compile!r} "
+        f"({type(jit_compile).__name__}). phalanx compiles every step with XLA whichever "
+        "is given: leave the default."
+    )
 
 
 def _check_positive_int(value, name: str) -> None:

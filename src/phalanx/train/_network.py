@@ -43,7 +43,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from ..errors import LayerShapeError, NotBuiltError
+from ..errors import LayerShapeError, ModelArgumentError, NotBuiltError
 from . import _activations, _regularizers
 from ._conv_layers import GlobalAveragePooling2D
 from ._core_layers import Dense, Flatten, InputLayer
@@ -124,9 +124,10 @@ class Sequential(nnx.Module):
             self.input_dtype = layer.dtype
             return
         if not isinstance(layer, Layer):
-            raise TypeError(
+            raise ModelArgumentError(
                 f"Sequential.add takes phalanx layers (phalanx.layers.Dense, ...), got "
-                f"{type(layer).__name__}. Wrap a custom nnx.Module as its own model instead."
+                f"{layer!r:.60} ({type(layer).__name__}). Wrap a custom nnx.Module as its own "
+                "model instead."
             )
         if not len(self.layers) and self.input_shape is None:
             self.input_shape = layer.declared_input_shape

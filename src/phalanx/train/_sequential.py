@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from ..errors import ModelArgumentError
 from ._layer import Layer
 from ._model import Model, _per_example
 from ._network import Sequential as _Network
@@ -28,6 +29,12 @@ class Sequential(Model):
     """
 
     def __init__(self, layers: Iterable[Layer] | None = None, *, name: str | None = None):
+        if isinstance(layers, str | bytes) or not (layers is None or isinstance(layers, Iterable)):
+            raise ModelArgumentError(
+                f"Sequential takes a list of layers, got {layers!r:.60} ({type(layers).__name__}). "
+                "Write Sequential([layers.Input(shape=(3,)), layers.Dense(1)]), or "
+                "Sequential() and then model.add(layer)."
+            )
         super().__init__(_Network(layers, name=name), name=name or "sequential")
         if self._module.input_shape is not None and len(self._module.layers):
             self._module.build()  # Keras builds a model that starts with an Input at once

@@ -221,7 +221,7 @@ def _accumulate(
     incs = tuple(m.update(m.init(), y, y_pred, sample_weight=weight) for m in config.metrics)
     loss_inc = jnp.zeros(2, jnp.float32)
     if per_example is not None:
-        weighted = jnp.where(weight > 0, per_example * weight, 0.0)
+        weighted = jnp.where(mask > 0, per_example * weight, 0.0)
         loss_inc = jnp.stack([jnp.sum(weighted) + penalty, jnp.sum(mask)]).astype(jnp.float32)
     bad = _bad_labels(config, y, y_pred, mask)
     count = jnp.float32(0) if bad is None else bad[0]
@@ -295,8 +295,9 @@ def train_gradients(config: StepConfig, state: TrainState, batch):
             config, config.train_graphdef, params, rest_in, x, training=True, key=key
         )
         per_example = config.loss(y, y_pred, logits=logits)
-        # where, not a product: a padded row's loss may be anything, even NaN.
-        weighted = jnp.where(weight > 0, per_example * weight, 0.0)
+        # where, not a product: a padded row's loss may be anything, even NaN. A real row
+        # counts whatever its weight, as Keras: a NaN sample_weight makes the loss NaN.
+        weighted = jnp.where(mask > 0, per_example * weight, 0.0)
         weights, activity = _penalties(
             config, config.train_graphdef, params, rest_in, activity, mask
         )
