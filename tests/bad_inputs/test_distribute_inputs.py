@@ -9,6 +9,7 @@ import phalanx
 from phalanx.distribute import InputOptions, InputReplicationMode
 from phalanx.errors import (
     BatchNotDivisibleError,
+    DistributeArgumentError,
     DistributedInputError,
     DistributedValueError,
     NotCheckpointableError,
@@ -202,6 +203,63 @@ CASES = [
 ]
 
 
+def _per_replica(s):
+    return s.run(lambda: jax.numpy.ones(2))
+
+
+CASES += [
+    # second sweep (h11): each raised a builtin error, or was accepted
+    Case(
+        "reduce with a str axis",
+        lambda s: s.reduce("SUM", _per_replica(s), axis="x"),
+        DistributeArgumentError,
+        r"strategy.reduce: axis must be an int .*got 'x' \(str\)",
+    ),
+    Case(
+        "gather with a str axis",
+        lambda s: s.gather(_per_replica(s), axis="0"),
+        DistributeArgumentError,
+        r"strategy.gather: axis must be an int .*got '0' \(str\)",
+    ),
+    Case(
+        "gather along an axis the value lacks",
+        lambda s: s.gather(_per_replica(s), axis=7),
+        DistributedValueError,
+        r"axis=7 does not exist in a per-replica value of shape \(2,\)",
+    ),
+    Case(
+        "distribute an int as a dataset",
+        lambda s: s.experimental_distribute_dataset(3),
+        DistributedInputError,
+        r"expects a phalanx.data.Dataset \(or an iterable\) of global batches, got 3 \(int\)",
+    ),
+    Case(
+        "distribute a str as a dataset",
+        lambda s: s.distribute_dataset("data/train"),
+        DistributedInputError,
+        r"got 'data/train' \(str\)",
+    ),
+    Case(
+        "run with an int for args",
+        lambda s: s.run(lambda x: x, args=5),
+        RunArgumentError,
+        r"takes args as a tuple, got int; write args=\(x,\)",
+    ),
+    Case(
+        "MirroredStrategy with a device count",
+        lambda s: phalanx.MirroredStrategy(devices=5),
+        DistributeArgumentError,
+        r"devices must be a list of devices .*got 5 \(int\).*devices=jax.local_devices\(\)\[:5\]",
+    ),
+    Case(
+        "MirroredStrategy with a float for devices",
+        lambda s: phalanx.MirroredStrategy(devices=2.0),
+        DistributeArgumentError,
+        r"devices must be a list of devices .*got 2.0 \(float\)",
+    ),
+]
+
+
 @pytest.mark.parametrize("case", [c.param() for c in CASES])
 def test_bad_distribute_input(case, two):
     run(case, two)
@@ -216,3 +274,12 @@ def test_a_stacked_per_replica_and_a_tuple_still_work(two):
     out = jax.jit(lambda x: two.shard_batch([x, x]))(np.zeros(4))
     assert isinstance(out, list) and len(out) == 2
     assert all(isinstance(v, phalanx.PerReplica) and len(v.values) == 2 for v in out)
+
+
+def test_what_tensorflow_accepts_stays_accepted(two):
+    """args as a list (TensorFlow takes a list or tuple), one device name, a device list."""
+    out = two.run(lambda a: a * 2, args=[np.ones(2, np.float32)])
+    assert float(two.reduce("SUM", out, axis=None)[0]) == 4.0
+    assert phalanx.MirroredStrategy(devices="cpu:1").num_replicas_in_sync == 1
+    assert phalanx.MirroredStrategy(devices=[0, 1]).num_replicas_in_sync == 2
+    assert np.asarray(two.reduce("SUM", _per_replica(two), axis=np.int64(0))) == 4.0

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import jax
 
@@ -117,7 +117,14 @@ def resolve_devices(specs: Sequence[DeviceSpec] | None) -> list[jax.Device]:
     """
     if specs is None:
         return list(jax.local_devices())
-    if isinstance(specs, str | int | jax.Device):
+    if isinstance(specs, bool) or not isinstance(specs, str | jax.Device | Iterable):
+        n = f"devices=jax.local_devices()[:{specs}]" if isinstance(specs, int) else "devices"
+        raise DistributeArgumentError(
+            f"devices must be a list of devices (jax.Devices, local indices or names such as "
+            f"'/gpu:0'), got {specs!r} ({type(specs).__name__}); TensorFlow refuses it too. "
+            f"For a number of devices write {n}; for one device, a list of it: devices=[0]."
+        )
+    if isinstance(specs, str | jax.Device):
         specs = [specs]
     devices = [resolve_device(s) for s in specs]
     if not devices:

@@ -20,7 +20,13 @@ import numpy as np
 from jax.sharding import AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ..errors import BatchNotDivisibleError, DistributedValueError, RunArgumentError
+from ..errors import (
+    BatchNotDivisibleError,
+    DistributeArgumentError,
+    DistributedInputError,
+    DistributedValueError,
+    RunArgumentError,
+)
 from . import _input
 from ._context import enter_scope
 from ._input import DistributedDataset, InputContext, InputOptions
@@ -307,6 +313,12 @@ class Strategy:
           >>> [b.shape for b in s.experimental_distribute_dataset(ds)]
           [(2,), (2,)]
         """
+        if isinstance(dataset, str | bytes) or not hasattr(dataset, "__iter__"):
+            raise DistributedInputError(
+                f"experimental_distribute_dataset expects a phalanx.data.Dataset (or an "
+                f"iterable) of global batches, got {dataset!r} ({type(dataset).__name__}). "
+                "Build one with phalanx.data.Dataset.from_tensor_slices((x, y)).batch(64)."
+            )
         return _input.distribute_dataset(self, dataset, options)
 
     distribute_dataset = experimental_distribute_dataset
@@ -464,6 +476,11 @@ class Strategy:
     def _check_axis(self, values: Any, axis: int | None, what: str, offset: int) -> None:
         if axis is None:
             return
+        if isinstance(axis, bool) or not isinstance(axis, int | np.integer):
+            raise DistributeArgumentError(
+                f"{what}: axis must be an int (an axis of each per-replica value) or None, got "
+                f"{axis!r} ({type(axis).__name__}). Pass e.g. axis=0 for the batch axis."
+            )
         for x in jax.tree.leaves(values):
             rank = np.ndim(x) - offset
             if not -rank <= axis < rank:
