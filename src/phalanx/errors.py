@@ -366,6 +366,11 @@ class LossArgumentError(PhalanxError, ValueError, TypeError):
     one-hot targets of 3 classes for 4 outputs)."""
 
 
+class RandomSeedError(PhalanxError, ValueError, TypeError):
+    """``phalanx.utils.set_random_seed`` got something other than an int in ``[0, 2**32)``
+    (Keras 3 refuses a non-int; numpy refuses one outside that range)."""
+
+
 __all__ = sorted(
     name
     for name, value in list(globals().items())

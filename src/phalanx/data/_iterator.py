@@ -16,12 +16,12 @@ component, with no Python per element (see ``_fast_path.py``).
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._random import data_root_seed
 from ..errors import IteratorStateError, NotCheckpointableError
 from . import _structure as st
 
@@ -451,5 +451,6 @@ def _strings_as_bytes(element: Any) -> Any:
 
 
 def new_root_seed() -> int:
-    """A fresh random 63-bit seed for the unseeded shuffles of one dataset."""
-    return secrets.randbits(63)
+    """A 63-bit seed for the unseeded shuffles of one dataset: fresh randomness, or the next
+    draw of ``phalanx.utils.set_random_seed``'s stream once it was called."""
+    return data_root_seed()

@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from .._random import model_seed
 from ..errors import LayerShapeError, ModelStructureError, NotBuiltError
 from . import _activations
 from ._core_layers import InputLayer
@@ -105,7 +106,8 @@ class Functional(nnx.Module):
       inputs: the ``phalanx.Input(...)`` tensors: one, a list or a dict.
       outputs: tensors computed from them by layer calls: one, a list or a dict.
       name: the model's name; default ``"functional"``.
-      seed: the seed that initializes every weight.
+      seed: the seed that initializes every weight; default 0, or drawn from
+        ``phalanx.utils.set_random_seed``'s stream once it was called.
 
     Raises:
       ModelStructureError: ``inputs``/``outputs`` are not symbolic tensors, an
@@ -121,7 +123,9 @@ class Functional(nnx.Module):
       (['features', 'dense', 'dense_1'], 58)
     """
 
-    def __init__(self, inputs: Any, outputs: Any, *, name: str | None = None, seed: int = 0):
+    def __init__(
+        self, inputs: Any, outputs: Any, *, name: str | None = None, seed: int | None = None
+    ):
         inputs = _structure(inputs, "inputs")
         outputs = _structure(outputs, "outputs")
         self.name = name or "functional"
@@ -153,7 +157,7 @@ class Functional(nnx.Module):
         from ._keras_files import keras_graph
 
         self._graph.keras = keras_graph(nodes, inputs, outputs)  # for save("m.keras")
-        self._build_layers(nodes, nnx.Rngs(seed))
+        self._build_layers(nodes, nnx.Rngs(model_seed() if seed is None else seed))
         self.built = True
         self.trainable = True
 

@@ -47,6 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from .._random import model_seed
 from ..errors import LayerArgumentError, LayerShapeError, NotBuiltError
 from . import _activations, _mixed_precision
 from ._regularizers import Regularized
@@ -206,7 +207,8 @@ class Layer(Regularized, nnx.Module):
           input_shape: the shape of one example (without the batch axis); a
             list of shapes for layers taking several inputs (``Add``, ...).
           rngs: an ``nnx.Rngs`` (its ``params`` stream initializes the weights),
-            an int seed, or None for seed 0.
+            an int seed, or None for seed 0 (drawn from
+            ``phalanx.utils.set_random_seed``'s stream once it was called).
 
         Returns:
           The per-example output shape.
@@ -219,7 +221,7 @@ class Layer(Regularized, nnx.Module):
             self.name = snake_case(type(self).__name__)
         self._check_input_shape(shape)
         if not isinstance(rngs, nnx.Rngs):
-            rngs = nnx.Rngs(0 if rngs is None else rngs)
+            rngs = nnx.Rngs(model_seed() if rngs is None else rngs)
         self._build(shape, rngs)
         self.built_input_shape = shape
         self.output_shape = self._normalize_output_shape(self.compute_output_shape(shape))

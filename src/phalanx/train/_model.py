@@ -36,6 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._random import model_seed
 from ..distribute import Strategy, get_strategy
 from ..errors import (
     CompileArgumentError,
@@ -221,7 +222,7 @@ class Model(ModelIntrospection):
         *,
         steps_per_execution: int = 1,
         jit_compile: bool | str = "auto",
-        seed: int = 0,
+        seed: int | None = None,
         loss_weights: Any = None,
     ) -> None:
         """Configures the model for training (Keras's ``compile``).
@@ -240,7 +241,8 @@ class Model(ModelIntrospection):
           jit_compile: True, False or ``"auto"``, as Keras. Every step is compiled by
             XLA whichever is given: ``False`` logs a warning and compiles anyway
             (debug a step eagerly with ``model(x)`` or ``jax.disable_jit()``).
-          seed: the seed of the dropout keys and of ``fit``'s shuffling.
+          seed: the seed of the dropout keys and of ``fit``'s shuffling; default 0,
+            or drawn from ``phalanx.utils.set_random_seed``'s stream once it was called.
           loss_weights: with a loss per output (a list or dict), the weight of
             each output's loss in the total, as Keras.
 
@@ -260,7 +262,12 @@ class Model(ModelIntrospection):
             "steps_per_execution": steps_per_execution,
         }
         self._config = resolve_compile(
-            optimizer, loss, metrics, steps_per_execution, seed, loss_weights=loss_weights
+            optimizer,
+            loss,
+            metrics,
+            steps_per_execution,
+            model_seed() if seed is None else seed,
+            loss_weights=loss_weights,
         )
         _multi_output.name_outputs(
             self._config.metrics, getattr(self._module, "output_names", None)

@@ -43,6 +43,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from .._random import model_seed
 from ..errors import LayerShapeError, ModelArgumentError, NotBuiltError
 from . import _activations, _regularizers
 from ._conv_layers import GlobalAveragePooling2D
@@ -174,7 +175,8 @@ class Sequential(nnx.Module):
         Args:
           input_shape: the shape of one example (no batch axis); None uses the
             shape from ``Input`` or the first layer's ``input_shape=``.
-          seed: the initialization seed (default 0) when ``rngs`` is None.
+          seed: the initialization seed when ``rngs`` is None: default 0, or drawn
+            from ``phalanx.utils.set_random_seed``'s stream once it was called.
           rngs: an ``nnx.Rngs`` whose ``params`` stream initializes the weights.
 
         Returns:
@@ -200,7 +202,7 @@ class Sequential(nnx.Module):
                 f"{format_shape(self.input_shape)}, but build() was given "
                 f"{format_shape(shape)}."
             )
-        rngs = rngs if rngs is not None else nnx.Rngs(0 if seed is None else seed)
+        rngs = rngs if rngs is not None else nnx.Rngs(model_seed() if seed is None else seed)
         self.input_shape = shape
         for layer in self.layers:
             if layer.built and shapes_match(layer.built_input_shape, shape):

@@ -42,6 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from .._random import model_seed
 from ..errors import NotBuiltError
 from ._layer import Layer, build_context, random_context
 
@@ -86,8 +87,8 @@ class SubclassedModule(nnx.Module):
                 return self.call(inputs, training=training)
             return self.call(inputs)
 
-    def _build_call(self, inputs: Any, seed: int = 0) -> Any:
-        with build_context(nnx.Rngs(seed)):
+    def _build_call(self, inputs: Any, seed: int | None = None) -> Any:
+        with build_context(nnx.Rngs(model_seed() if seed is None else seed)):
             out = self.call(inputs, training=False) if self._takes_training else self.call(inputs)
         self.built = True
         return out
