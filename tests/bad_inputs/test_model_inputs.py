@@ -56,6 +56,13 @@ CASES = [
         r"verbose must be .*got 1.0 \(float\)",
     ),
     Case(
+        # Keras 3 runs an epoch numbered -1; phalanx keys each epoch's shuffle on its number
+        "fit initial_epoch negative",
+        lambda: _model().fit(X, Y, verbose=0, initial_epoch=-1),
+        FitInputError,
+        r"fit's initial_epoch must be an int >= 0 \(an epoch count\), got int -1",
+    ),
+    Case(
         "fit before compile",
         lambda: _model(compiled=False).fit(X, Y, verbose=0),
         NotCompiledError,
