@@ -24,7 +24,7 @@ from phalanx.data import (
     parse_example,
     serialize_example,
 )
-from phalanx.errors import CorruptRecordError
+from phalanx.errors import CorruptRecordError, IteratorStateError
 
 # records per file: an empty file, short and long ones, so slots end at different times
 PER_FILE = (40, 0, 7, 93, 61)
@@ -318,3 +318,26 @@ def test_parallel_reads_raise_a_corrupt_record_in_order(tmp_path, small_chunks):
             for batch in ds.batch(1):
                 got[calls].extend(batch.tolist())
     assert got[2] == got[None] and sum(r.startswith(b"f01") for r in got[2]) == 5
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_shuffle_state_restored_on_shorter_records_says_how_many(tmp_path, batched):
+    """A shuffle state saved after 50 records, restored where the file holds 30: the
+    replay (by blocks of records) says how far it got, as the one-by-one replay does."""
+    path = tmp_path / "one.tfrecord"
+    _write_n(path, 60)
+    ds = TFRecordDataset(str(path)).shuffle(8, seed=1)
+    ds = ds.batch(10) if batched else ds
+    it = iter(ds)
+    for _ in range(5 if batched else 50):
+        next(it)
+    state = it.get_state()
+    _write_n(path, 30)
+    with pytest.raises(IteratorStateError, match=r"saved after 50 elements of shuffle, .* only 30"):
+        iter(ds).set_state(state)
+
+
+def _write_n(path, n):
+    with TFRecordWriter(path) as w:
+        for r in range(n):
+            w.write(b"r%03d" % r)

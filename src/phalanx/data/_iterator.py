@@ -256,15 +256,16 @@ def check_length(state: Any, length: int, what: str) -> None:
         )
 
 
-def replay(iterator: Any, count: int, what: str) -> None:
-    """Advances ``iterator`` by ``count`` elements, or says the data is shorter than the state."""
-    for done in range(count):
+def replay(iterator: Any, count: int, what: str, done: int = 0) -> None:
+    """Advances ``iterator`` from element ``done`` to element ``count``, or says the data is
+    shorter than the state."""
+    for at in range(done, count):
         try:
             next(iterator)
         except StopIteration:
             raise IteratorStateError(
                 f"set_state: the state was saved after {count} elements of {what}, but this "
-                f"data has only {done}. It was saved on other data: restore it on the same "
+                f"data has only {at}. It was saved on other data: restore it on the same "
                 "data, or start this dataset afresh."
             ) from None
 

@@ -36,7 +36,6 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import IteratorStateError
 from . import _record_blocks as rb
 from ._dataset import Dataset, check_positive
 from ._iterator import (
@@ -290,13 +289,7 @@ class _ShuffleBufferIterator(DatasetIterator):
         done = 0
         while done < count:  # by blocks where the input gives records
             out = self.next_records(count - done)
-            if out is None:
-                replay(self, count - done, "shuffle")
-                return
-            if out.size == 0:
-                raise IteratorStateError(
-                    f"set_state: the state was saved after {count} elements of shuffle, but "
-                    f"this data has only {done}. It was saved on other data: restore it on "
-                    "the same data, or start this dataset afresh."
-                )
+            if out is None or not out.size:  # element by element, or the data is too short
+                break
             done += out.size
+        replay(self, count, "shuffle", done)
