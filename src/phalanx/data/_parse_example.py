@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..errors import ExampleInputError, ExampleParseError
+from . import _record_blocks as rb
 from ._example import (
     KIND_BYTES,
     KIND_FLOAT,
@@ -365,12 +366,6 @@ def _values_of(buf: bytes, loc: tuple[int, int] | None, item: _Item, row: int | 
     return segment_values(buf, kind, list_segments(buf, kind, regions))
 
 
-def _as_object_array(values: list[bytes]) -> np.ndarray:
-    arr = np.empty(len(values), object)
-    arr[:] = values
-    return arr
-
-
 # ---------------------------------------------------------------------------
 # One record
 # ---------------------------------------------------------------------------
@@ -447,11 +442,11 @@ def _single_value(item: _Item, values: Any) -> Any:
             return item.default.copy()
         if len(values) != item.size:
             raise _bad_count(item, len(values), None)
-        arr = _as_object_array(values) if item.kind == KIND_BYTES else values
+        arr = rb.objects(values) if item.kind == KIND_BYTES else values
         return arr.reshape(item.shape)
     if values is None:
         values = [] if item.kind == KIND_BYTES else np.zeros(0, item.np_dtype)
-    arr = _as_object_array(values) if item.kind == KIND_BYTES else values
+    arr = rb.objects(values) if item.kind == KIND_BYTES else values
     if item.form == _SEQ:
         if item.size == 0 or len(arr) % item.size:
             raise _bad_count(item, len(arr), None)
@@ -589,7 +584,7 @@ def _collect(item: _Item, vals: list[Any], rows: np.ndarray) -> Any:
         counts[r] = len(v)
         chunks.append(v)
     if item.kind == KIND_BYTES:
-        flat = _as_object_array([b for c in chunks for b in c])
+        flat = rb.objects([b for c in chunks for b in c])
     else:
         flat = np.concatenate(chunks) if chunks else np.zeros(0, item.np_dtype)
     return counts, flat
