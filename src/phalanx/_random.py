@@ -36,9 +36,10 @@ class _GlobalSeed:
         self.seed: int | None = None
         self.counts = dict.fromkeys(_STREAMS, 0)
 
-    def set(self, seed: int) -> None:
+    def set(self, seed: int | None) -> None:
+        """Restarts every stream from ``seed`` (None: no global seed)."""
         with self.lock:
-            self.seed = int(seed)
+            self.seed = None if seed is None else int(seed)
             self.counts = dict.fromkeys(_STREAMS, 0)
 
     def draw(self, stream: str, bits: int) -> int | None:
@@ -76,6 +77,4 @@ def data_root_seed() -> int:
 
 def clear_global_seed() -> None:
     """Forgets the seed ``set_random_seed`` set: the defaults of a fresh process (tests)."""
-    with _GLOBAL.lock:
-        _GLOBAL.seed = None
-        _GLOBAL.counts = dict.fromkeys(_STREAMS, 0)
+    _GLOBAL.set(None)
