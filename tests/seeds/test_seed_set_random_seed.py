@@ -5,7 +5,11 @@ seeded as Keras seeds them. A seed that is not an int in [0, 2**32) is a phalanx
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -102,3 +106,38 @@ def test_bad_seed_is_a_phalanx_error(seed, match):
     seed_zero = phalanx.Sequential([phalanx.layers.Input(shape=(4,)), phalanx.layers.Dense(3)])
     # nothing was set: models still build from seed 0, as in a fresh process
     np.testing.assert_array_equal(model.get_weights()[0], seed_zero.get_weights()[0])
+
+
+_IN_A_PROCESS = """
+import json
+import numpy as np
+import phalanx
+from phalanx.data import Dataset
+
+phalanx.utils.set_random_seed(11)
+shuffled = Dataset.range(30).shuffle(30)
+model = phalanx.Sequential([phalanx.layers.Input(shape=(4,)), phalanx.layers.Dense(3)])
+print(json.dumps([[int(v) for v in shuffled], [int(v) for v in shuffled]]))
+print(np.asarray(model.get_weights()[0]).tobytes().hex())
+"""
+
+
+@pytest.mark.slow
+def test_two_processes_with_one_seed_draw_the_same_shuffles_and_weights():
+    """What the docs promise processes of one job: nothing depends on the process (its
+    hash seed, its pid, fresh randomness), only on the seed and the order of the draws."""
+    outs = []
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        run = subprocess.run(
+            [sys.executable, "-c", _IN_A_PROCESS],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            check=True,
+        )
+        outs.append(run.stdout)
+    assert outs[0] == outs[1]
+    first_epoch, second_epoch = json.loads(outs[0].splitlines()[0])
+    assert sorted(first_epoch) == list(range(30)) and first_epoch != second_epoch
