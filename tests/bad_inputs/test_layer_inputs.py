@@ -5,7 +5,7 @@ import pytest
 from catalog import Case, run
 
 from phalanx import layers
-from phalanx.errors import LayerArgumentError, UnknownNameError
+from phalanx.errors import LayerArgumentError, LayerShapeError, UnknownNameError
 
 CASES = [
     # convolutions and pooling (the shared Conv base)
@@ -44,6 +44,12 @@ CASES = [
         lambda: layers.Conv2D(8, 3, groups=0),
         LayerArgumentError,
         r"Conv2D groups must be a positive int, got 0",
+    ),
+    Case(
+        "Conv2D filters not a multiple of groups",
+        lambda: layers.Conv2D(8, 3, groups=3),
+        LayerArgumentError,
+        r"Conv2D filters \(8\) must divide by groups \(3\); e.g. Conv2D\(6, 3, groups=3\)",
     ),
     Case(
         "Conv1D kernel 0",
@@ -256,3 +262,13 @@ def test_what_keras_accepts_is_accepted():
     mha(q, q)  # built
     grads = jax.grad(lambda q: mha(q, q, training=True, rngs=jax.random.key(0)).sum())(q)
     assert bool(jnp.isfinite(grads).all())
+
+
+def test_groups_that_do_not_divide_the_input_channels_fail_at_build():
+    """Only the input channels are left to check at build (filters are checked at once)."""
+    conv = layers.Conv2D(8, 3, groups=2)
+    with pytest.raises(
+        LayerShapeError, match=r"groups=2, which must divide the input channels \(3\)"
+    ):
+        conv.build((9, 9, 3))
+    assert conv.build((9, 9, 4)) == (7, 7, 8)

@@ -156,6 +156,12 @@ class Conv(Layer):
             spatial_tuple(layer, dilation_rate, "dilation_rate", self.rank)
         )
         self.groups = positive_int(layer, "groups", groups, f"{layer}(32, 3, groups=2)")
+        if self.filters % self.groups:  # Keras's BaseConv refuses it here, not at build
+            raise LayerArgumentError(
+                f"{layer} filters ({self.filters}) must divide by groups ({self.groups}); "
+                f"e.g. {layer}({self.groups * max(1, self.filters // self.groups)}, "
+                f"3, groups={self.groups})."
+            )
         _layer_args.keep_kernel_arguments(
             self,
             activation,
@@ -191,10 +197,9 @@ class Conv(Layer):
         self._require_rank(input_shape, self.rank + 1, self._layout, self._rank_hint)
         self._require_known(input_shape, [-1], "channel axis")
         channels = input_shape[-1]
-        if channels % self.groups or self.filters % self.groups:
+        if channels % self.groups:
             raise self._error(
-                f"has groups={self.groups}, which must divide both the input channels "
-                f"({channels}) and filters ({self.filters})."
+                f"has groups={self.groups}, which must divide the input channels ({channels})."
             )
         self.compute_output_shape(input_shape)
 
