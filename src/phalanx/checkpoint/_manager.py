@@ -167,8 +167,8 @@ class CheckpointManager:
     # -- reading ------------------------------------------------------------------
 
     def _path(self, number: int) -> str:
-        if _io.is_remote(self.directory):
-            return _remote.join(self.directory, f"{self._name}_{number}")
+        if isinstance(self._manager, _remote.RemoteSteps):
+            return self._manager.path(number)
         return str(Path(self.directory) / f"{self._name}_{number}")
 
     def _steps(self):
