@@ -4,7 +4,9 @@ An *execution* is the input of one compiled program of N fused steps
 (``steps_per_execution``): N global batches stacked ``[N, global_batch, ...]``,
 with a mask that marks padding, so every program sees one shape (DESIGN.md,
 decision 6). A short last batch is padded and masked; a short last group of
-steps is filled with all-padding steps, which change nothing.
+steps is filled with all-padding steps, which change nothing. A global batch
+that does not split over the replicas (Keras's default 32 on 3) is padded at
+its end to a multiple of them in every step (``padded_width``), masked alike.
 
 Two adapters:
 
@@ -101,6 +103,17 @@ class Execution(NamedTuple):
     data: Any = None
 
 
+def padded_width(batch_size: int, num_replicas: int) -> int:
+    """The rows a step holds for a global batch of ``batch_size``: the next multiple of the replicas.
+
+    A global batch that does not split over the replicas (Keras's default 32 on
+    3) is padded at its end with masked rows, as a short last batch is: every
+    replica gets ``width / num_replicas`` rows, and the padding counts nowhere
+    (not in losses, gradients or metrics; predictions drop it).
+    """
+    return -(-batch_size // num_replicas) * num_replicas
+
+
 def check_global_batch(
     batch_size: int, num_replicas: int, what: str = "batch_size", hint: str = ""
 ) -> None:
@@ -189,6 +202,8 @@ class ArrayAdapter:
         if class_weight is not None:
             sw = sw * _class_weights(class_weight, y)
         self.batch_size = batch_size
+        #: The rows of each step: ``batch_size`` padded to a multiple of the replicas.
+        self.width = padded_width(batch_size, strategy.num_replicas_in_sync)
         self.n = steps_per_execution
         self.shuffle = shuffle
         self.seed = seed
@@ -209,7 +224,7 @@ class ArrayAdapter:
         return self.batch_size
 
     def _indices(self, epoch: int) -> np.ndarray:
-        """The epoch's batch indices ``[steps, batch]``, ``-1`` for padding."""
+        """The epoch's batch indices ``[steps, width]``, ``-1`` for padding."""
         order = np.arange(self.num_examples)
         if self.shuffle:
             order = np.random.default_rng([self.seed, epoch]).permutation(self.num_examples)
@@ -219,7 +234,11 @@ class ArrayAdapter:
             order = np.concatenate([order] * reps)[:total]
             if self.steps_per_epoch == self.full_steps:
                 order[self.num_examples :] = -1
-        return order[:total].reshape(self.steps_per_epoch, self.batch_size).astype(np.int32)
+        idx = order[:total].reshape(self.steps_per_epoch, self.batch_size).astype(np.int32)
+        if self.width > self.batch_size:  # rows that even out the replicas' shares
+            pad = np.full((self.steps_per_epoch, self.width - self.batch_size), -1, np.int32)
+            idx = np.concatenate([idx, pad], axis=1)
+        return idx
 
     def executions(self, epoch: int = 0, start: int = 0, input_state=None) -> Iterator[Execution]:
         """Yields the epoch's executions from step ``start`` on, in order.
@@ -233,9 +252,7 @@ class ArrayAdapter:
             block = idx[first : first + self.n]
             steps = len(block)
             if steps < self.n:
-                block = np.concatenate(
-                    [block, np.full((self.n - steps, self.batch_size), -1, np.int32)]
-                )
+                block = np.concatenate([block, np.full((self.n - steps, self.width), -1, np.int32)])
             sizes = tuple(int(s) for s in (block[:steps] >= 0).sum(axis=1))
             yield Execution(self._stack(block), first, steps, sizes, data=self.data)
 
@@ -333,6 +350,12 @@ class IterableAdapter:
     def global_batch_size(self) -> int | None:
         """The global batch (every process's share); None until the first batch is read."""
         return None if self.batch_size is None else self.batch_size * self._shares
+
+    @property
+    def width(self) -> int:
+        """The rows of each step (this process's share): the batch size, padded to a
+        multiple of the replicas (one process; a process's share must split already)."""
+        return padded_width(self.batch_size, self._num_replicas // self._shares)
 
     def _epoch_iterator(self, epoch: int, start: int = 0, input_state=None) -> Iterator:
         # Keras: a fresh pass per epoch, unless steps_per_epoch was given (then one
@@ -543,7 +566,7 @@ class IterableAdapter:
         sizes = [b.idx.size for b in batches]
         self._check_sizes(sizes)
         self._check_targets([(None, True if self._base_has_y else None)] * len(batches), first)
-        block = np.full((self.n, self.batch_size), -1, np.int32)
+        block = np.full((self.n, self.width), -1, np.int32)
         for i, b in enumerate(batches):
             block[i, : b.idx.size] = b.idx
         placed = self._placer.stacked_put(block)  # a fresh array, never written again
@@ -553,9 +576,10 @@ class IterableAdapter:
         """The first batches fix the batch size; no later batch may be larger."""
         if self.batch_size is None:
             self.batch_size = max(sizes)
-            check_global_batch(
-                self.batch_size * self._shares, self._num_replicas, "batch size of the input"
-            )
+            if self.process_local:  # each process's share is padded on its own devices
+                check_global_batch(
+                    self.batch_size * self._shares, self._num_replicas, "batch size of the input"
+                )
         if max(sizes) > self.batch_size:
             raise FitInputError(
                 f"A batch of {max(sizes)} examples followed batches of {self.batch_size}: "
@@ -601,7 +625,7 @@ class IterableAdapter:
             leaves = list(zip(jax.tree.leaves(buffers), jax.tree.leaves(row), strict=True))
             for n, (buf, a) in enumerate(leaves):
                 buf[i, :size] = a
-                if size < self.batch_size:
+                if size < self.width:
                     # Padding repeats a real example for x and y (a loss may not be finite
                     # on zeros, and NaN leaks through gradients of masked rows); the
                     # sample weight and mask (the last two leaves) are zero there.
@@ -625,7 +649,7 @@ class IterableAdapter:
 
         def spec(a):
             a = np.asarray(a)
-            return jax.ShapeDtypeStruct((self.n, self.batch_size, *a.shape[1:]), a.dtype)
+            return jax.ShapeDtypeStruct((self.n, self.width, *a.shape[1:]), a.dtype)
 
         return jax.tree.map(spec, row)
 
@@ -825,21 +849,20 @@ def make_adapter(
     Raises:
       ValueError: ``y`` given with a dataset, or a bad ``batch_size`` with arrays (with a
         dataset or generator ``batch_size`` is ignored, as Keras).
-      BatchNotDivisibleError: the global batch does not split over the replicas.
+      BatchNotDivisibleError: with several processes, a process's share of a ``Dataset``'s
+        batch does not split over its devices (one global batch that does not split over
+        the replicas is padded: ``padded_width``).
     """
     _check_steps(steps)
     _check_class_weight(class_weight)
     if is_array_like(x):
         if batch_size is None:
-            batch_size, hint = _default_batch_size(x, y, sample_weight, steps)
-        else:
-            hint = ""
+            batch_size = _default_batch_size(x, y, sample_weight, steps)
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise FitInputError(
                 f"batch_size must be a positive int (the global batch), got {batch_size!r}; "
                 "e.g. batch_size=32, or leave it out."
             )
-        check_global_batch(batch_size, strategy.num_replicas_in_sync, hint=hint)
         return ArrayAdapter(
             x,
             y,
@@ -870,21 +893,16 @@ def make_adapter(
     )
 
 
-def _default_batch_size(x, y, sample_weight, steps) -> tuple[int, str]:
-    """Keras's batch size for arrays given no ``batch_size``, and how it was chosen.
+def _default_batch_size(x, y, sample_weight, steps) -> int:
+    """Keras's batch size for arrays given no ``batch_size``.
 
     ``ceil(N / steps)`` when ``steps`` (``steps_per_epoch``, or evaluate's
     ``steps``) is given, so one epoch covers the arrays once; else 32.
     """
     if steps is None:
-        return 32, "(batch_size defaults to 32: pass batch_size=.)"
+        return 32
     present = [t for t in (x, y, sample_weight) if t is not None]
-    n = _leading(present)
-    size = max(1, math.ceil(n / steps))
-    return size, (
-        f"With no batch_size, it is ceil({n} / {steps}) = {size} (the examples over "
-        "steps_per_epoch, as Keras): pass batch_size= explicitly."
-    )
+    return max(1, math.ceil(_leading(present) / steps))
 
 
 def _check_steps(steps) -> None:
