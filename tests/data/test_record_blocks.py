@@ -20,6 +20,7 @@ from phalanx.data import (
     TextLineDataset,
     TFRecordDataset,
     TFRecordWriter,
+    _record_datasets,
     _tfrecord_io,
     parse_example,
     serialize_example,
@@ -70,16 +71,35 @@ def small_chunks(monkeypatch):
     monkeypatch.setattr(_tfrecord_io, "_MIN_CHUNK", 200)
 
 
+@pytest.fixture
+def records_one_by_one(monkeypatch):
+    """Counts the records that the file reader handed out one by one (``__next__``)."""
+    count = [0]
+    one = _record_datasets._RecordFileIterator.__next__
+
+    def counted(self):
+        count[0] += 1
+        return one(self)
+
+    monkeypatch.setattr(_record_datasets._RecordFileIterator, "__next__", counted)
+    return count
+
+
 @pytest.mark.parametrize("fixed", [False, True])
 @pytest.mark.parametrize("cycle,block", [(1, 1), (3, 1), (4, 1), (3, 2), (2, 5), (8, 1)])
 @pytest.mark.parametrize("buffer", [1, 17, 1000])
-def test_blocks_give_the_one_by_one_order(tmp_path, small_chunks, fixed, cycle, block, buffer):
+def test_blocks_give_the_one_by_one_order(
+    tmp_path, small_chunks, records_one_by_one, fixed, cycle, block, buffer
+):
     pattern, every = _write(tmp_path, fixed=fixed)
     want = _one_by_one(_pipeline(pattern, cycle, block, buffer))
     assert sorted(want) == sorted(every)  # each record exactly once
+    assert records_one_by_one[0] >= len(every)  # the probe counts (and each file's end)
     for size in (1, 5, 64, 1000):
+        records_one_by_one[0] = 0
         got = _batched(_pipeline(pattern, cycle, block, buffer), size)
         assert got == want, (size, cycle, block, buffer)
+        assert records_one_by_one[0] == 0  # batch took every record in blocks
     dropped = _batched(_pipeline(pattern, cycle, block, buffer), 64, drop=True)
     assert dropped == want[: len(want) // 64 * 64]
 
