@@ -11,6 +11,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
+from remote_support import s3_env
 
 import phalanx
 from phalanx import layers
@@ -18,17 +19,6 @@ from phalanx.callbacks import BackupAndRestore, ModelCheckpoint
 from phalanx.checkpoint import Checkpoint, CheckpointManager, _remote, latest_checkpoint
 from phalanx.errors import CheckpointError, CheckpointNotFoundError
 from phalanx.io import gfile
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "io"))
-try:  # the moto server fixture of tests/io (it skips there when moto or s3fs is missing)
-    from test_s3_server import s3
-except (ImportError, pytest.skip.Exception) as missing:
-    _why = str(missing)
-
-    @pytest.fixture
-    def s3():
-        pytest.skip(_why)
-
 
 X = np.random.default_rng(0).normal(size=(96, 6)).astype(np.float32)
 Y = (np.abs(X[:, :4]).argmax(1)).astype(np.int32)
@@ -334,16 +324,7 @@ def test_two_processes_back_up_to_s3_asynchronously_and_resume_after_a_kill(s3, 
     """2 processes share the staging folder (process 0 writes and uploads the replicated
     variables, process 1 agrees), and commit once; process 1 is SIGKILLed mid-epoch, the launcher restarts the job, and it resumes from s3:// to end
     bit-identical to an uninterrupted run."""
-    import fsspec
-
-    conf = fsspec.config.conf["s3"]
-    env = {
-        "FSSPEC_S3_ENDPOINT_URL": conf["client_kwargs"]["endpoint_url"],
-        "FSSPEC_S3_KEY": conf["key"],
-        "FSSPEC_S3_SECRET": conf["secret"],
-        "AWS_EC2_METADATA_DISABLED": "true",
-        "PHALANX_CHECKPOINT_STAGING": str(tmp_path / "staging"),
-    }
+    env = {**s3_env(), "PHALANX_CHECKPOINT_STAGING": str(tmp_path / "staging")}
     (tmp_path / "staging").mkdir()
     runs = {}
     for name, extra in (("ref", []), ("kill", ["--die-at-step", 19])):

@@ -16,38 +16,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from remote_support import s3_env
 
 from phalanx.checkpoint import _remote
 from phalanx.io import _fs, gfile
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "io"))
-try:  # the moto server fixture of tests/io (it skips there when moto or s3fs is missing)
-    from test_s3_server import s3
-except (ImportError, pytest.skip.Exception) as missing:
-    _why = str(missing)
-
-    @pytest.fixture
-    def s3():
-        pytest.skip(_why)
-
 
 SCRIPT = Path(__file__).parent / "scripts" / "remote_own_staging.py"
 
 
 def _env():
-    import fsspec
-
-    conf = fsspec.config.conf["s3"]
     keep = {k: v for k, v in os.environ.items() if not k.startswith(("PHALANX_", "TF_CONFIG"))}
-    keep.update(
-        JAX_PLATFORMS="cpu",
-        XLA_FLAGS="",
-        FSSPEC_S3_ENDPOINT_URL=conf["client_kwargs"]["endpoint_url"],
-        FSSPEC_S3_KEY=conf["key"],
-        FSSPEC_S3_SECRET=conf["secret"],
-        AWS_EC2_METADATA_DISABLED="true",
-    )
-    return keep
+    return {**keep, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": "", **s3_env()}
 
 
 def _launch(out, url, staging, *extra, timeout=240):
