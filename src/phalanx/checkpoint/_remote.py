@@ -445,15 +445,12 @@ class RemoteSteps:
         self._writer.save(self.path(number), arrays, meta, after_commit=self._delete_old)
 
     def _delete_old(self) -> None:
-        committed = numbered(self.directory, self._name)
+        every = numbered(self.directory, self._name, committed_only=False)  # one listing
+        committed = [n for n in every if is_committed(self.path(n))]
         if not committed:
             return
         newest = committed[-1]
-        stale = [
-            n
-            for n in numbered(self.directory, self._name, committed_only=False)
-            if n < newest and n not in committed
-        ]
+        stale = [n for n in every if n < newest and n not in committed]
         old = committed[: -self._max_to_keep] if self._max_to_keep else []
         old = [n for n in old if not (self._keep_period and n % self._keep_period == 0)]
         for number in stale + old:
