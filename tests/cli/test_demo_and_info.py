@@ -2,6 +2,8 @@
 
 import json
 
+import jax
+
 import phalanx.cli
 
 
@@ -31,7 +33,9 @@ def test_demo_trains_reports_and_writes_tensorboard_logs(tmp_path, capsys):
     assert list((logdir / "validation").glob("events.out.tfevents.*"))
 
 
-def test_demo_batch_that_does_not_split_says_what_to_do(capsys):
+def test_demo_batch_that_does_not_split_over_the_replicas_trains(capsys):
+    """A global batch of 60 on 8 replicas is padded to 64 with masked rows (as TF's predict
+    does; docs/decisions.md), so the demo trains instead of refusing it."""
     code = phalanx.cli.main(
         [
             "demo",
@@ -47,9 +51,10 @@ def test_demo_batch_that_does_not_split_says_what_to_do(capsys):
             "",
         ]
     )
-    err = capsys.readouterr().err
-    assert code == 2
-    assert "phalanx demo:" in err and "56 and 64" in err and "Traceback" not in err
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "Traceback" not in captured.err
+    assert 60 % jax.device_count() != 0  # the batch does not split over the replicas
 
 
 def test_info_json(capsys):

@@ -469,11 +469,13 @@ class Model(ModelIntrospection):
 
         ``x`` may be arrays (with ``y``), a phalanx ``Dataset``, a distributed
         dataset, or a Python generator of ``(x, y[, sample_weight])`` batches.
-        ``batch_size`` is the *global* batch, split over the replicas.
+        ``batch_size`` is the *global* batch, split over the replicas; one that does not
+        split is padded with masked rows to the next multiple of the replicas.
 
         Raises:
-          BatchNotDivisibleError: the global batch does not split over the replicas.
-          RuntimeError: ``compile`` was not called.
+          BatchNotDivisibleError: with several processes, a process's share of a
+            ``Dataset``'s batch does not split over its devices.
+          NotCompiledError: ``compile`` was not called (a ``RuntimeError``).
         """
         self._require_compiled("fit", by_user=True)
         _check_not_a_function(x, "fit")
