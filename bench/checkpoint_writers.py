@@ -1,12 +1,12 @@
-"""CPU and wall time of one checkpoint write of the seeds' MLP state, orbax vs a plain file.
+"""CPU and wall time of one checkpoint write of the seeds' MLP state: phalanx's file vs orbax.
 
-Why issue 11's async-save overhead stays above 5% on a 2-core CPU machine: the training
-loop waits only for the host copy (~1 ms), but the background write's CPU time is taken
-from the cores XLA computes on. This prints that CPU time per save for orbax's composite
-checkpoint (as ``phalanx.checkpoint`` writes it: JSON meta + a PyTree, with and without
-OCDBT) and for one ``.npz`` file written, fsynced and renamed into place, the floor a
-lighter writer for small host-copied states could reach. Medians of ``--saves`` saves
-after 3 warm-up saves.
+Why phalanx writes host-copied states as its own one file (``phalanx/checkpoint/_file.py``):
+an asynchronous save's write runs in the background, but on a 2-core CPU machine its CPU
+time is taken from the cores XLA computes on. This prints that CPU time per save for
+phalanx's file (as ``Checkpoint.save`` writes it: header, data, fsync, rename), for orbax's
+composite checkpoint (JSON meta + a PyTree, with and without OCDBT: what phalanx wrote before,
+and still writes for arrays split over processes) and for one ``.npz`` file written, fsynced
+and renamed into place. Medians of ``--saves`` saves after 3 warm-up saves.
 
     python bench/checkpoint_writers.py [--saves 15]
 """
@@ -63,6 +63,18 @@ def orbax_writer(folder: str, arrays: dict, **handler_options):
     return save
 
 
+def phalanx_writer(folder: str, arrays: dict):
+    from phalanx.checkpoint import _file
+
+    folder = tempfile.mkdtemp(dir=folder)
+    meta = {"format": "phalanx.checkpoint/1", "save_counter": 0, "objects": {}}
+
+    def save(i: int) -> None:
+        _file.write(os.path.join(folder, f"phalanx_{i}"), arrays, dict(meta, save_counter=i))
+
+    return save
+
+
 def npz_writer(folder: str, arrays: dict):
     folder = tempfile.mkdtemp(dir=folder)
     flat = {f"{part}/{k}": v for part, tree in arrays.items() for k, v in tree.items()}
@@ -88,7 +100,8 @@ def main() -> None:
     print(f"seeds' MLP state with Adam: {size / 2**20:.2f} MiB; medians of {saves} saves")
     with tempfile.TemporaryDirectory() as folder:
         rows = [
-            ("orbax composite, OCDBT (phalanx)", orbax_writer(folder, arrays)),
+            ("phalanx one file (_file.write)", phalanx_writer(folder, arrays)),
+            ("orbax composite, OCDBT", orbax_writer(folder, arrays)),
             ("orbax composite, no OCDBT", orbax_writer(folder, arrays, use_ocdbt=False)),
             (".npz + fsync + rename", npz_writer(folder, arrays)),
         ]

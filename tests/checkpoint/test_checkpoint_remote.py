@@ -199,7 +199,8 @@ def test_a_crash_mid_upload_leaves_the_previous_checkpoint_the_one_restored(
             manager.save()
             manager.wait_until_finished()  # async: the upload's error is raised here
     partial = f"{directory}/ckpt_2"
-    assert len(gfile.glob(f"{partial}/*")) == 2  # half-written, never committed
+    # Its file uploaded, its marker never written: never committed.
+    assert gfile.glob(f"{partial}/*") == [f"{partial}/state.phalanx"]
     assert latest_checkpoint(directory) == first and manager.checkpoints == [first]
     with pytest.raises(CheckpointNotFoundError, match="marker .* is missing"):
         Checkpoint(model=_model()).restore(partial)

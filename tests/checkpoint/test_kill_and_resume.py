@@ -7,8 +7,8 @@ holding that step runs, so with ``steps_per_execution > 1`` mid-execution),
 then again with the same backup folder until it finishes. The final weights
 must be bit-identical for numpy input, a shuffled ``Dataset`` and a TFRecord
 pipeline; restored onto another replica count (2 simulated devices -> 1),
-the same batches give weights within 1e-5. A process killed while orbax
-writes a backup (before its commit) leaves the previous backup, which the
+the same batches give weights within 1e-5. A process killed while it
+writes a backup (before its commit, the rename) leaves the previous backup, which the
 relaunch restores.
 """
 

@@ -172,7 +172,7 @@ class BackupAndRestore(Callback):
         if self._manager is None:
             return
         self._manager.wait_until_finished()
-        self._manager.close()  # joins orbax's threads (background deletes) first
+        self._manager.close()  # stops the writer's thread
         self._manager = None
         if self.delete_checkpoint and _process.is_chief():
             from ..checkpoint._io import remove_checkpoints

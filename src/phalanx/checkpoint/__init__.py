@@ -10,8 +10,10 @@ numbered checkpoints in a directory (``max_to_keep``,
 ``restore_or_initialize``). ``PreemptionCheckpointHandler`` saves at one
 step on every process when any receives SIGTERM (or another termination
 notice: ``TerminationConfig``, Slurm's SIGUSR1, Google Compute Engine's
-metadata server), and exits with ``RESTARTABLE_EXIT_CODE``. They are built
-on orbax-checkpoint: each checkpoint is committed atomically (a process
+metadata server), and exits with ``RESTARTABLE_EXIT_CODE``. A checkpoint is
+one header-checked file when its arrays are whole on a host, and
+orbax-checkpoint's directory when they are split over processes (``_file``,
+docs/checkpoints.md): each checkpoint is committed atomically (a process
 killed while writing leaves the previous one intact), asynchronously on
 request, and arrays restore onto any replica count (and, with the input
 positions of arrays or of a ``Dataset`` sharded by rows, any process count). ``phalanx.callbacks.BackupAndRestore`` resumes ``fit``

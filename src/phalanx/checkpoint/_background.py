@@ -1,21 +1,24 @@
-"""Asynchronous saves: the device-to-host copy on the caller's thread, the rest in one background thread.
+"""Writing checkpoints: the device-to-host copy on the caller's thread, the write in the background.
 
-orbax's ``AsyncCheckpointer`` returns once the arrays are on the host, but
-before that it prepares the directories, starts about nine threads and an
-asyncio loop, and registers futures, all on the caller's thread: ~25 ms per
-save on the seeds' MLP (2 shared CPU cores), against a 0.4 MiB copy of 2 ms.
-In ``fit`` that time is taken from training (the next execution waits for
-it). So phalanx copies the arrays to host memory itself (``host_arrays``:
-the transfers of all arrays are started together, then awaited, as orbax
-does) and runs orbax's *synchronous* save of those numpy arrays, and for a
-URL the upload and commit, in one background thread (``Background``). The
-next save, ``wait_until_finished`` and ``close`` wait for it and raise its
-error.
+phalanx copies the arrays to host memory itself (``host_arrays``: the
+transfers of all arrays are started together, then awaited) and writes
+them as phalanx's one file (``_file``), in ``LocalWriter`` at once or, with
+``async_save``, in one background thread (``Background``); the next save,
+``wait_until_finished`` and ``close`` wait for it and raise its error. The
+training loop is held only for the copy (~1 ms for the seeds' MLP). orbax's
+``AsyncCheckpointer`` held it ~25 ms per save (it prepares directories,
+starts about nine threads and an asyncio loop on the caller's thread), and
+its write cost ~19 ms of CPU that a 2-core machine takes from training
+(``bench/checkpoint_writers.py``).
+
+With several processes, process 0 writes (every array is whole on its host)
+and all processes then agree through the cluster's key-value store that it
+succeeded (``agree``), so that a save returns, or raises, alike everywhere.
 
 Arrays split over several processes (``shard_parameters=True`` with several
 processes) cannot be copied whole to one host: ``host_arrays`` returns None
-and the caller falls back to orbax's ``AsyncCheckpointer``, which copies each
-process's shards.
+and orbax writes them (each process its shards; orbax's
+``AsyncCheckpointer`` with ``async_save``).
 
 The numpy copies share the device buffers where the backend allows (CPU):
 while a save holds them, JAX does not donate those buffers to the next
@@ -141,26 +144,56 @@ class Background:
             self.stop = threading.Event()  # usable again: a later job starts a new thread
 
 
+def processes() -> tuple[int, int]:
+    """``(this process's index, the number of processes)``."""
+    from ..cluster import _kv
+
+    return _kv.process_id(), _kv.num_processes()
+
+
+def agree_timeout() -> float:
+    """How long processes wait for each other to finish a checkpoint (uploads take minutes)."""
+    from ..cluster import watchdog
+
+    return max(float(watchdog.timeout), 600.0)
+
+
+def agree(tag: str, failure: BaseException | None, path: str) -> None:
+    """Every process says whether its part of the checkpoint at ``path`` succeeded.
+
+    Raises:
+      CheckpointError: a process failed (named, with this process's error).
+    """
+    from ..cluster import _agree
+
+    agreed = _agree.all_have(tag, failure is None, timeout_s=agree_timeout())
+    if not all(agreed):
+        failed = [p for p, good in enumerate(agreed) if not good]
+        why = f": {type(failure).__name__}: {failure}" if failure is not None else ""
+        raise CheckpointError(
+            f"Checkpoint {path!r} was not committed: processes {failed} failed to write or "
+            f"upload their files{why}. The previous checkpoint is still the latest."
+        ) from failure
+
+
 class Checkpointers:
     """orbax's ``Checkpointer`` and ``AsyncCheckpointer`` of one writer, each made once."""
 
     def __init__(self):
-        self._made: dict[tuple[bool, bool], Any] = {}
+        self._made: dict[bool, Any] = {}
 
-    def get(self, async_save: bool, *, solo: bool = False):
-        """orbax's checkpointer (async or not; ``solo``: of a process writing alone, see
-        ``_io.checkpointer``) of composite checkpoints, made on first use."""
+    def get(self, async_save: bool):
+        """orbax's checkpointer (async or not) of composite checkpoints, made on first use."""
         from . import _io
 
-        key = (async_save, solo)
-        if key not in self._made:
-            self._made[key] = _io.checkpointer(async_save, solo=solo)
-        return self._made[key]
+        if async_save not in self._made:
+            self._made[async_save] = _io.checkpointer(async_save)
+        return self._made[async_save]
 
     def wait_until_finished(self) -> None:
         """Waits for orbax's asynchronous save, if one was started."""
-        if (True, False) in self._made:
-            self._made[(True, False)].wait_until_finished()
+        if True in self._made:
+            self._made[True].wait_until_finished()
 
     def close(self) -> None:
         """Stops orbax's threads."""
@@ -180,25 +213,78 @@ class LocalWriter:
         self._async = async_save
         self._orbax = Checkpointers()
         self._background = Background("phalanx-checkpoint-write")
+        self.pending: str | None = None  # the path being written in the background
 
-    def save(self, path: str, arrays: dict, meta: dict) -> None:
+    def save(
+        self,
+        path: str,
+        arrays: dict,
+        meta: dict,
+        *,
+        after_commit: Callable[[], None] | None = None,
+    ) -> None:
         """Writes ``arrays`` and ``meta`` as the checkpoint at ``path``, replacing one there.
 
+        ``after_commit`` runs on process 0 once the checkpoint is committed.
+
         Raises:
-          CheckpointError: the previous asynchronous save failed.
+          CheckpointError: the previous asynchronous save failed; or, saving
+            synchronously, this save failed on some process.
         """
-        from . import _io
+        from ..cluster import _agree
 
         self.wait_until_finished()
-        host = host_arrays(arrays) if self._async else None
-        if host is not None:
-            self._background.run(self._write, path, _io.save_args(host, meta))
-        else:
-            args = _io.save_args(arrays, meta)
-            self._orbax.get(self._async).save(path, args=args, force=True)
+        host = host_arrays(arrays)
+        if host is None:
+            self._save_split(path, arrays, meta, after_commit)
+            return
+        tag = f"checkpoint-local/{_agree.new_round()}"  # on the caller's thread, alike everywhere
+        if not self._async:
+            self._write(path, host, meta, tag, after_commit)
+            return
+        self.pending = path
+        self._background.run(self._write, path, host, meta, tag, after_commit)
 
-    def _write(self, path: str, args: Any) -> None:
-        self._orbax.get(False).save(path, args=args, force=True)
+    def _write(self, path: str, host: dict, meta: dict, tag: str, after_commit) -> None:
+        from . import _file
+
+        try:
+            me, n = processes()
+            failure = None
+            if me == 0:
+                try:
+                    _file.write(path, host, meta)
+                except Exception as error:
+                    if n == 1:
+                        raise
+                    failure = error  # every process must still answer the agreement
+            if n > 1:
+                agree(tag, failure, path)
+            if after_commit is not None and me == 0:
+                after_commit()
+        finally:
+            self.pending = None
+
+    def _save_split(self, path: str, arrays: dict, meta: dict, after_commit) -> None:
+        """orbax writes arrays split over processes (each process its shards)."""
+        from . import _io
+
+        orbax = self._orbax.get(self._async)
+        orbax.save(path, args=_io.save_args(arrays, meta), force=True)
+        if not self._async:
+            if after_commit is not None and processes()[0] == 0:
+                after_commit()
+            return
+        self.pending = path
+        self._background.run(self._finish_split, orbax, after_commit)
+
+    def _finish_split(self, orbax: Any, after_commit) -> None:
+        try:
+            orbax.wait_until_finished()
+            if after_commit is not None and processes()[0] == 0:
+                after_commit()
+        finally:
+            self.pending = None
 
     def wait_until_finished(self) -> None:
         """Waits for the save in progress; raises its error if it failed."""

@@ -1,16 +1,22 @@
-"""Reading and writing one checkpoint directory with orbax-checkpoint.
+"""Reading and writing one checkpoint directory: phalanx's one file, or orbax's composite.
 
-A checkpoint is an orbax composite directory with two items: ``meta`` (JSON:
-the format, the save counter, and per object its kind, array manifest and
-data) and ``arrays`` (an orbax PyTree of the objects' arrays, absent when no
-object has any). orbax writes into a temporary directory and renames it when
-every process has finished (its commit), so a process killed while writing
-leaves the previous checkpoints as they were and no half-written one under
-the final name. Arrays are read back as host numpy arrays (each process reads
-what it needs; the model places them on its own mesh), which is what lets a
-checkpoint saved under one replica count restore under another.
+A checkpoint is a directory. When every array is whole on a host (one
+process, or replicated variables), it holds phalanx's one file (``_file``:
+a header with the meta and the arrays' manifest, then their bytes), written
+in a temporary folder and renamed. Arrays split over processes
+(``shard_parameters``, layouts across processes) are written by orbax as a
+composite directory with two items: ``meta`` (JSON: the format, the save
+counter, and per object its kind, array manifest and data) and ``arrays``
+(an orbax PyTree of the objects' arrays, absent when no object has any);
+orbax also writes into a temporary directory and renames it when every
+process has finished (its commit). Either way, a process killed while
+writing leaves the previous checkpoints as they were and no half-written
+one under the final name. Restores read both formats; arrays are read back
+as host numpy arrays (each process reads what it needs; the model places
+them on its own mesh), which is what lets a checkpoint saved under one
+replica count restore under another.
 
-Local paths (and ``file://`` URLs) are written by orbax in place; other URLs
+Local paths (and ``file://`` URLs) are written in place; other URLs
 (``gs://``, ``s3://``, ``memory://`` ...) are staged locally, uploaded and
 committed with a marker by ``_remote``.
 
@@ -26,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CheckpointError, CheckpointNotFoundError
+from . import _file
 from ._objects import FORMAT
 
 META, ARRAYS = "meta", "arrays"
@@ -38,33 +45,11 @@ def ocp():
     return orbax_checkpoint
 
 
-def checkpointer(async_save: bool, *, solo: bool = False):
-    """An orbax checkpointer of composite (meta + arrays) directories.
-
-    ``solo``: the checkpointer of a process that writes alone (process 0 of
-    several, its arrays whole on the host): orbax's barriers and its merge of
-    the processes' files involve this process only, so no other process takes
-    part in the save or needs to see its folder.
-    """
+def checkpointer(async_save: bool):
+    """An orbax checkpointer of composite (meta + arrays) directories."""
     o = ocp()
-    if not solo:
-        handler = o.CompositeCheckpointHandler()
-        return o.AsyncCheckpointer(handler) if async_save else o.Checkpointer(handler)
-    import jax
-
-    alone = o.options.MultiprocessingOptions(
-        primary_host=jax.process_index(),
-        active_processes={jax.process_index()},
-        barrier_sync_key_prefix="phalanx-solo",
-    )
-    registry = o.handlers.DefaultCheckpointHandlerRegistry()
-    registry.add(META, o.args.JsonSave, o.JsonCheckpointHandler(multiprocessing_options=alone))
-    pytree = o.PyTreeCheckpointHandler(multiprocessing_options=alone)
-    registry.add(ARRAYS, o.args.PyTreeSave, pytree)
-    options = o.CompositeOptions(multiprocessing_options=alone)
-    handler = o.CompositeCheckpointHandler(composite_options=options, handler_registry=registry)
-    kind = o.AsyncCheckpointer if async_save else o.Checkpointer
-    return kind(handler, multiprocessing_options=alone)
+    handler = o.CompositeCheckpointHandler()
+    return o.AsyncCheckpointer(handler) if async_save else o.Checkpointer(handler)
 
 
 def save_args(arrays: dict, meta: dict):
@@ -115,7 +100,7 @@ def is_checkpoint(path: Any) -> bool:
         from . import _remote
 
         return _remote.is_committed(os.fspath(path))
-    return (Path(path) / META).is_dir()
+    return (Path(path) / META).is_dir() or _file.is_file_checkpoint(os.fspath(path))
 
 
 def remove_checkpoints(path: Any) -> None:
@@ -144,15 +129,18 @@ def read_meta(path: str, reader=None) -> dict:
       CheckpointNotFoundError: no committed checkpoint there.
       CheckpointError: the directory is not a phalanx checkpoint.
     """
-    if not (Path(path) / META).is_dir():
+    if not is_checkpoint(path):
         raise CheckpointNotFoundError(
             f"No checkpoint at {path!r} (no committed checkpoint directory there"
             f"{'; it does not exist' if not Path(path).exists() else ''}). Give a path that "
             "Checkpoint.save or write returned, or CheckpointManager(...).latest_checkpoint."
         )
-    reader = reader or checkpointer(False)
-    o = ocp()
-    meta = reader.restore(path, args=o.args.Composite(**{META: o.args.JsonRestore()}))[META]
+    if _file.is_file_checkpoint(path):
+        meta = _file.read_meta(path)
+    else:
+        reader = reader or checkpointer(False)
+        o = ocp()
+        meta = reader.restore(path, args=o.args.Composite(**{META: o.args.JsonRestore()}))[META]
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise CheckpointError(
             f"{path!r} is not a phalanx checkpoint (format {getattr(meta, 'get', dict)('format')!r}, "
@@ -172,6 +160,8 @@ def read_arrays(path: str, meta: dict, names: list[str], reader=None) -> dict:
     }
     if not counts:
         return {}
+    if _file.is_file_checkpoint(path):
+        return _file.read_arrays(path, list(counts))
     o = ocp()
     restore_args = {
         name: {f"a{i}": o.RestoreArgs(restore_type=np.ndarray) for i in range(n)}

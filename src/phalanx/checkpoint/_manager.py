@@ -1,14 +1,16 @@
 """``CheckpointManager``: numbered checkpoints in one directory, old ones deleted.
 
-TensorFlow's ``tf.train.CheckpointManager`` names over orbax's
-``CheckpointManager``, which writes each checkpoint into a temporary
-directory and renames it when complete (the commit: a process killed while
-writing leaves the previous checkpoints intact, and ``latest_checkpoint``
-never names a half-written one), deletes old ones after the new one is
-committed, and writes asynchronously when asked. A ``directory`` that is a
-URL (``gs://``, ``s3://``, ``memory://`` ...) is served by ``_remote.RemoteSteps``
-instead, with the same policy: each checkpoint is staged locally, uploaded and
-committed by a marker object written last; only committed ones are listed.
+TensorFlow's ``tf.train.CheckpointManager`` names, with orbax's
+``CheckpointManager`` policy (``max_to_keep``, ``keep_period``): a local
+``directory`` is served by ``_steps.LocalSteps``, which writes each checkpoint
+into a temporary directory and renames it when complete (the commit: a
+process killed while writing leaves the previous checkpoints intact, and
+``latest_checkpoint`` never names a half-written one), deletes old ones after
+the new one is committed, and writes asynchronously when asked. A
+``directory`` that is a URL (``gs://``, ``s3://``, ``memory://`` ...) is served
+by ``_remote.RemoteSteps``, with the same policy: each checkpoint is staged
+locally, uploaded and committed by a marker object written last; only
+committed ones are listed.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CheckpointError
-from . import _background, _io, _objects, _remote
+from . import _io, _objects, _remote, _steps
 from ._checkpoint import Checkpoint
 
 log = logging.getLogger("phalanx")
@@ -138,53 +140,31 @@ class CheckpointManager:
                 f"checkpoint_name must be a simple name such as 'ckpt', got {checkpoint_name!r}."
             )
         self.checkpoint = checkpoint
-        self._name = checkpoint_name
         self._init_fn = init_fn
-        if _io.is_remote(self.directory):
-            self._manager = _remote.RemoteSteps(
-                self.directory,
-                checkpoint_name,
-                max_to_keep=self._max_to_keep,
-                keep_period=keep,
-                async_save=bool(async_save),
-            )
-        else:
-            o = _io.ocp()
-            options = o.CheckpointManagerOptions(
-                max_to_keep=self._max_to_keep,
-                keep_period=keep,
-                step_prefix=checkpoint_name,
-                create=True,
-                enable_async_checkpointing=bool(async_save),
-                enable_background_delete=bool(async_save),
-            )
-            self._manager = o.CheckpointManager(self.directory, options=options)
-        self._async = bool(async_save)
-        # Asynchronous saves to local paths: orbax's manager runs in this thread (_background).
-        self._background = _background.Background("phalanx-checkpoint-manager")
+        steps = _remote.RemoteSteps if _io.is_remote(self.directory) else _steps.LocalSteps
+        self._manager = steps(
+            self.directory,
+            checkpoint_name,
+            max_to_keep=self._max_to_keep,
+            keep_period=keep,
+            async_save=bool(async_save),
+        )
         self._last_saved = self._manager.latest_step()
 
     # -- reading ------------------------------------------------------------------
 
     def _path(self, number: int) -> str:
-        if isinstance(self._manager, _remote.RemoteSteps):
-            return self._manager.path(number)
-        return str(Path(self.directory) / f"{self._name}_{number}")
-
-    def _steps(self):
-        """The step store (orbax's manager, or ``RemoteSteps``), once no save uses it."""
-        self._background.join()  # orbax's manager is not shared between threads
-        return self._manager
+        return self._manager.path(number)
 
     @property
     def checkpoints(self) -> list[str]:
         """The paths of the kept checkpoints, oldest first."""
-        return [self._path(n) for n in sorted(self._steps().all_steps())]
+        return [self._path(n) for n in sorted(self._manager.all_steps())]
 
     @property
     def latest_checkpoint(self) -> str | None:
         """The path of the newest committed checkpoint, or None."""
-        step = self._steps().latest_step()
+        step = self._manager.latest_step()
         return None if step is None else self._path(step)
 
     # -- writing ------------------------------------------------------------------
@@ -205,7 +185,7 @@ class CheckpointManager:
             the newest checkpoint's.
         """
         ckpt = self.checkpoint
-        self._background.wait()  # the previous save, and its error
+        self._manager.wait_until_finished()  # the previous save, and its error
         latest = self._manager.latest_step()
         if checkpoint_number is None:
             number = max(ckpt.save_counter, -1 if latest is None else latest) + 1
@@ -231,20 +211,9 @@ class CheckpointManager:
         ckpt.save_counter = number
         arrays, entries = _objects.collect(ckpt._objects, ckpt._kinds)
         meta = ckpt._meta(entries)
-        if isinstance(self._manager, _remote.RemoteSteps):
-            self._manager.save(number, arrays, meta)
-        else:
-            host = _background.host_arrays(arrays) if self._async else None
-            if host is not None:
-                self._background.run(self._save_now, number, _io.save_args(host, meta))
-            else:
-                self._manager.save(number, args=_io.save_args(arrays, meta), force=True)
+        self._manager.save(number, arrays, meta)
         self._last_saved = number
         return self._path(number)
-
-    def _save_now(self, number: int, args) -> None:
-        self._manager.save(number, args=args, force=True)
-        self._manager.wait_until_finished()
 
     def restore_or_initialize(self) -> str | None:
         """Restores the newest checkpoint and returns its path; else calls ``init_fn``.
@@ -267,15 +236,11 @@ class CheckpointManager:
         Raises:
           CheckpointError: an asynchronous save failed before its commit.
         """
-        self._background.wait()
         self._manager.wait_until_finished()
 
     def close(self) -> None:
         """Finishes pending saves and stops the manager's threads."""
-        try:
-            self._background.close()
-        finally:
-            self._manager.close()
+        self._manager.close()
 
     def __repr__(self) -> str:
         return f"CheckpointManager({self.directory!r}, {len(self.checkpoints)} checkpoint(s))"

@@ -3,11 +3,12 @@
 orbax writes local checkpoints atomically by renaming a finished temporary
 folder. Object stores have no rename (``s3://`` moves each object by a copy
 and a delete; ``memory://`` and other fsspec protocols are not orbax paths at
-all), so for a URL orbax writes the checkpoint into a local *staging* folder
-and phalanx uploads it through ``phalanx.io`` (fsspec), then commits it by
-writing a marker object, :data:`MARKER`, last:
+all), so for a URL the checkpoint is written into a local *staging* folder
+(phalanx's one file, ``_file``, or orbax's folder for arrays split over
+processes) and phalanx uploads it through ``phalanx.io`` (fsspec), then
+commits it by writing a marker object, :data:`MARKER`, last:
 
-1. orbax writes ``<staging>/ckpt``;
+1. the checkpoint is written to ``<staging>/ckpt``;
 2. process 0 deletes whatever was at the URL (the marker first), and every
    process agrees that it is gone;
 3. each process uploads the files it wrote (orbax's ``ocdbt.process_<i>``
@@ -30,10 +31,8 @@ interpreter exits is abandoned uncommitted (call ``close()`` before the script e
 Several processes must call ``save`` alike; each stages in its own
 ``PHALANX_CHECKPOINT_STAGING`` (default: the temporary directory), which need
 not be shared. When every array is whole on process 0's host (replicated
-variables: ``host_arrays`` copies them), process 0 writes the checkpoint
-alone, with an orbax checkpointer whose barriers and merge of per-process
-files involve process 0 only (``_io.checkpointer(solo=True)``), and uploads
-every file; the others only take part in the agreements. Arrays split over
+variables: ``host_arrays`` copies them), process 0 writes the checkpoint's
+one file alone and uploads it; the others only take part in the agreements. Arrays split over
 processes (``shard_parameters``, a layout map across processes) are written
 by orbax on every process, which merges their files in one folder: then the
 staging folder must be one that every process sees (NFS), and
@@ -173,16 +172,8 @@ def downloaded(url: str) -> Iterator[str]:
         shutil.rmtree(local, ignore_errors=True)
 
 
-def _processes() -> tuple[int, int]:
-    from ..cluster import _kv
-
-    return _kv.process_id(), _kv.num_processes()
-
-
-def _agree_timeout() -> float:
-    from ..cluster import watchdog
-
-    return max(float(watchdog.timeout), 600.0)  # uploads of large checkpoints take minutes
+_processes = _background.processes
+_agree_timeout = _background.agree_timeout
 
 
 def _staging_folder(tag: str) -> str:
@@ -280,14 +271,13 @@ class RemoteWriter:
 
         self.wait_until_finished()
         _, n = _processes()
-        # Several processes: process 0 writes whole host arrays alone (module docs).
-        host = _background.host_arrays(arrays) if self._async or n > 1 else None
+        host = _background.host_arrays(arrays)  # whole on the host: process 0 writes alone
         tag = f"checkpoint/{_agree.new_round()}"
         staging = _staging_folder(tag)
         local = os.path.join(staging, "ckpt")
         commit = (url, staging, local, tag, after_commit)
-        if host is not None:  # orbax's write, then the upload and the commit
-            job = (_io.save_args(host, meta), commit, n > 1)
+        if host is not None:  # phalanx's file, then the upload and the commit
+            job = (host, meta, commit)
             if not self._async:
                 self._write_and_commit(*job)
                 return
@@ -308,23 +298,14 @@ class RemoteWriter:
         self.pending = url
         self._background.run(self._wait_and_commit, orbax, commit)
 
-    def _write_and_commit(self, args: Any, commit: tuple, solo: bool) -> None:
-        """orbax's synchronous write of host arrays, then the commit; ``solo``: process 0
-        writes alone, inside the commit, so that a failure is agreed like an upload's."""
-        if solo:
-            if _processes()[0] != 0:
-                self._commit(*commit)  # nothing to write: it agrees on process 0's upload
-                return
-            orbax = self._orbax.get(False, solo=True)
-            self._commit(*commit, write=lambda: orbax.save(commit[2], args=args, force=True))
-            return
-        try:
-            self._orbax.get(False).save(commit[2], args=args, force=True)
-        except BaseException:
-            self.pending = None
-            shutil.rmtree(commit[1], ignore_errors=True)
-            raise
-        self._commit(*commit)
+    def _write_and_commit(self, host: dict, meta: dict, commit: tuple) -> None:
+        """Process 0 writes phalanx's one file of the host arrays, inside the commit (after the
+        URL is cleared, so that a failure is agreed like an upload's), and uploads it."""
+        from . import _file
+
+        local = commit[2]
+        write = (lambda: _file.write(local, host, meta)) if _processes()[0] == 0 else None
+        self._commit(*commit, write=write)
 
     def _wait_and_commit(self, orbax: Any, commit: tuple) -> None:
         try:
@@ -369,7 +350,6 @@ class RemoteWriter:
         Raises:
           CheckpointError: a process failed (named, with this process's error).
         """
-        from ..cluster import _agree
 
         me, n = _processes()
         count, failure = 0, None
@@ -384,14 +364,7 @@ class RemoteWriter:
             count = upload(local, url, process=me, processes=1 if write is not None else n)
         except Exception as error:  # every process must still answer the agreement
             failure = error
-        agreed = _agree.all_have(tag, failure is None, timeout_s=timeout)
-        if not all(agreed):
-            failed = [p for p, good in enumerate(agreed) if not good]
-            why = f": {type(failure).__name__}: {failure}" if failure is not None else ""
-            raise CheckpointError(
-                f"Checkpoint {url!r} was not committed: processes {failed} failed to write or "
-                f"upload their files{why}. The previous checkpoint is still the latest."
-            ) from failure
+        _background.agree(tag, failure, url)
         return count
 
     def wait_until_finished(self) -> None:
@@ -445,15 +418,11 @@ class RemoteSteps:
         self._writer.save(self.path(number), arrays, meta, after_commit=self._delete_old)
 
     def _delete_old(self) -> None:
+        from ._steps import to_delete
+
         every = numbered(self.directory, self._name, committed_only=False)  # one listing
         committed = [n for n in every if is_committed(self.path(n))]
-        if not committed:
-            return
-        newest = committed[-1]
-        stale = [n for n in every if n < newest and n not in committed]
-        old = committed[: -self._max_to_keep] if self._max_to_keep else []
-        old = [n for n in old if not (self._keep_period and n % self._keep_period == 0)]
-        for number in stale + old:
+        for number in to_delete(every, committed, self._max_to_keep, self._keep_period):
             remove(self.path(number))
 
     def wait_until_finished(self) -> None:

@@ -9,7 +9,7 @@ smaller) under MirroredStrategy over D simulated CPU devices, and writes the
 final weights to OUT.npz. ``--kill-at-step S``: when the execution that holds
 step S begins, a thread sends this process SIGKILL after T ms (mid-execution
 when it lands while the compiled program runs). ``--hang-in-save M``: the
-M-th backup hangs after its arrays are written and before orbax commits it,
+M-th backup hangs after its file is written and before its commit (the rename),
 after writing ``<backup>.hung``; the test kills the process there.
 ``--sigterm-at-step S``: the process sends itself SIGTERM when the execution
 holding step S begins (``BackupAndRestore(save_before_preemption=True)``
@@ -104,21 +104,21 @@ class KillAtStep(phalanx.callbacks.Callback):
 
 
 def hang_in_save(m):
-    """Makes the m-th checkpoint hang after writing its items, before its commit."""
-    import orbax.checkpoint as ocp
+    """Makes the m-th checkpoint hang after its file is written, before its commit (the rename)."""
+    from phalanx.checkpoint import _file
 
-    original = ocp.CompositeCheckpointHandler.finalize
+    original = _file.commit
     calls = [0]
 
-    def finalize(self, directory):
+    def commit(tmp, path):
         calls[0] += 1
         if calls[0] == m:
             with open(args.backup + ".hung", "w") as f:
-                f.write(str(directory))
+                f.write(str(path))
             time.sleep(600)
-        return original(self, directory)
+        return original(tmp, path)
 
-    ocp.CompositeCheckpointHandler.finalize = finalize
+    _file.commit = commit
 
 
 if args.hang_in_save:

@@ -1,0 +1,118 @@
+"""A ``CheckpointManager``'s numbered checkpoints in a local folder, and the policy of which to keep.
+
+``<directory>/<name>_<n>`` are the checkpoints; each is written by
+``_background.LocalWriter`` (phalanx's one file, or orbax for arrays split
+over processes) in a temporary folder and renamed, so a folder under its
+final name is committed. After each commit, process 0 deletes what
+``to_delete`` names: checkpoints beyond the ``max_to_keep`` newest (except
+multiples of ``keep_period``, kept forever: orbax's ``CheckpointManager``
+semantics) and leftovers of saves killed before their rename
+(``<name>_<n>.phalanx-tmp-*``, ``<name>_<n>.orbax-checkpoint-tmp-*``) numbered
+below the newest. ``_remote.RemoteSteps`` applies the same policy to URLs.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from . import _background, _io
+
+
+def to_delete(
+    every: list[int], committed: list[int], max_to_keep: int | None, keep_period: int | None
+) -> list[int]:
+    """The numbers to delete once ``committed[-1]`` is committed.
+
+    Args:
+      every: the numbers found, committed or not.
+      committed: the committed numbers, ascending.
+
+    Example:
+      >>> to_delete([1, 2, 3, 4, 5], [1, 3, 4, 5], max_to_keep=2, keep_period=3)
+      [2, 1]
+    """
+    if not committed:
+        return []
+    newest = committed[-1]
+    stale = [n for n in every if n < newest and n not in committed]
+    old = committed[:-max_to_keep] if max_to_keep else []
+    return stale + [n for n in old if not (keep_period and n % keep_period == 0)]
+
+
+class LocalSteps:
+    """Numbered checkpoints in the local folder ``directory`` (module docs)."""
+
+    def __init__(self, directory: str, name: str, *, max_to_keep, keep_period, async_save):
+        os.makedirs(directory, exist_ok=True)
+        self.directory = directory
+        self._name = name
+        self._max_to_keep = max_to_keep
+        self._keep_period = keep_period
+        self._writer = _background.LocalWriter(async_save)
+        self._pending: int | None = None
+
+    def path(self, number: int) -> str:
+        """The path of checkpoint ``number``."""
+        return os.path.join(self.directory, f"{self._name}_{number}")
+
+    def _found(self) -> dict[int, list[str]]:
+        """Every number found, with its entries (the checkpoint and any leftovers)."""
+        try:
+            entries = os.listdir(self.directory)
+        except FileNotFoundError:
+            return {}
+        found: dict[int, list[str]] = {}
+        for entry in entries:
+            prefix, _, number = entry.split(".", 1)[0].rpartition("_")
+            if prefix == self._name and number.isdigit():
+                found.setdefault(int(number), []).append(entry)
+        return found
+
+    def _committed(self, found: dict[int, list[str]]) -> list[int]:
+        return sorted(n for n in found if _io.is_checkpoint(self.path(n)))
+
+    def all_steps(self) -> list[int]:
+        """The committed numbers, and the one being saved in the background."""
+        # Read "in flight" before listing: a save that ends in between is then listed.
+        pending = self._pending if self._writer.pending is not None else None
+        numbers = self._committed(self._found())
+        return sorted({*numbers, pending}) if pending is not None else numbers
+
+    def latest_step(self) -> int | None:
+        """The newest number of ``all_steps``, or None."""
+        numbers = self.all_steps()
+        return numbers[-1] if numbers else None
+
+    def save(self, number: int, arrays: dict, meta: dict) -> None:
+        """Saves checkpoint ``number``; the old ones are deleted after it is committed."""
+        self._pending = number
+        self._writer.save(self.path(number), arrays, meta, after_commit=self._delete_old)
+
+    def _delete_old(self) -> None:
+        found = self._found()
+        committed = self._committed(found)
+        for number in to_delete(sorted(found), committed, self._max_to_keep, self._keep_period):
+            for entry in found[number]:
+                _remove(os.path.join(self.directory, entry))
+
+    def wait_until_finished(self) -> None:
+        """Waits for the save in progress (and raises its error)."""
+        self._writer.wait_until_finished()
+
+    def close(self) -> None:
+        """Finishes the pending save and stops the writer's threads."""
+        self._writer.close()
+
+
+def _remove(path: str) -> None:
+    """Deletes the folder ``path``, renamed first: a process killed while deleting leaves a
+    leftover that no listing takes for a checkpoint."""
+    from ._file import TMP
+
+    gone = f"{path}{TMP}deleted"
+    try:
+        os.rename(path, gone)
+    except OSError:
+        gone = path
+    shutil.rmtree(gone, ignore_errors=True)
