@@ -200,3 +200,39 @@ def test_a_write_that_fails_leaves_the_checkpoint_there_whole(tmp_path, monkeypa
     Checkpoint(model=fresh).restore(path)
     for u, v in zip(fresh.get_weights(), saved, strict=True):
         np.testing.assert_array_equal(u, v)
+
+
+def _with_table(path, table):
+    """Rewrites the checkpoint's array table (as a damaged or hostile file would have it)."""
+    import json
+
+    file = os.path.join(path, _file.FILE)
+    with open(file, "rb") as f:
+        raw = f.read()
+    length = int.from_bytes(raw[8:16], "little")
+    header = json.loads(raw[16 : 16 + length])
+    data = raw[-header["data_bytes"] :]
+    encoded = json.dumps(dict(header, arrays={"m": table})).encode()
+    padding = b"\0" * (-(16 + len(encoded)) % 64)
+    with open(file, "wb") as f:
+        f.write(raw[:8] + len(encoded).to_bytes(8, "little") + encoded + padding + data)
+
+
+@pytest.mark.parametrize(
+    "table, says",
+    [
+        ([["a0", "float64", [-1, -4], 0, 32]], r"shape \[-1, -4\]"),
+        ([["a0", "no-such-type", [4], 0, 32]], "unknown dtype 'no-such-type'"),
+        ([["a0", "float64", [4], 0]], "array table is not phalanx's"),
+        ([["a0", "float64", [5], 0, 40]], "lies outside the data"),
+        ([["a0", "float64", [4], 8, 32]], "lies outside the data"),
+        ([["a0", "float32", [4], 0, 32]], r"32 bytes for shape \[4\] float32"),
+        ("not a table", "array table is not phalanx's"),
+    ],
+)
+def test_a_hostile_array_table_is_refused_before_reading(tmp_path, table, says):
+    path = str(tmp_path / "c")
+    _file.write(path, {"m": {"a0": np.arange(4.0)}}, {"format": "x"})
+    _with_table(path, table)
+    with pytest.raises(CheckpointError, match=says):
+        _file.read_arrays(path, ["m"])

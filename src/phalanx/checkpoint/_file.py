@@ -180,11 +180,30 @@ def read_header(path: str) -> tuple[dict, int]:
         raise _damaged(
             file, f"it has {size} bytes, its header says {data_start + data_bytes} (truncated?)"
         )
-    for name, table in rows.items():
-        for key, _, _, offset, nbytes in table:
-            if offset < 0 or nbytes < 0 or offset + nbytes > data_bytes:
-                raise _damaged(file, f"array {name}/{key} lies outside the data")
+    try:
+        for name, table in rows.items():
+            for key, dtype, shape, offset, nbytes in table:
+                _check_row(file, f"{name}/{key}", dtype, shape, offset, nbytes, data_bytes)
+    except CheckpointError:
+        raise
+    except (ValueError, TypeError, AttributeError) as error:  # rows of the wrong shape
+        raise _damaged(file, f"its array table is not phalanx's ({error})") from None
     return header, data_start
+
+
+def _check_row(file, name, dtype, shape, offset, nbytes, data_bytes) -> None:
+    import numpy as np
+
+    if not all(isinstance(n, int) and n >= 0 for n in (*shape, offset, nbytes)):
+        raise _damaged(file, f"array {name} has shape {shape}, offset {offset}, {nbytes} bytes")
+    try:
+        itemsize = _dtype(dtype).itemsize
+    except (TypeError, AttributeError):
+        raise _damaged(file, f"array {name} has an unknown dtype {dtype!r}") from None
+    if int(np.prod(shape, dtype=np.int64)) * itemsize != nbytes:
+        raise _damaged(file, f"array {name} has {nbytes} bytes for shape {shape} {dtype}")
+    if offset + nbytes > data_bytes:
+        raise _damaged(file, f"array {name} lies outside the data")
 
 
 def read_meta(path: str) -> dict:
@@ -196,8 +215,7 @@ def read_arrays(path: str, names: list[str]) -> dict:
     """The arrays of the objects ``names`` (those with arrays), as host numpy arrays, by object.
 
     Raises:
-      CheckpointError: the file is damaged (``read_header``), or an array's bytes do not
-        match its shape and dtype.
+      CheckpointError: the file is damaged (``read_header``).
     """
     import numpy as np
 
@@ -207,10 +225,7 @@ def read_arrays(path: str, names: list[str]) -> dict:
     with open(file, "rb") as f:
         for name in names:
             for key, dtype, shape, offset, nbytes in header["arrays"].get(name, []):
-                dt = _dtype(dtype)
-                if int(np.prod(shape, dtype=np.int64)) * dt.itemsize != nbytes:
-                    raise _damaged(file, f"array {name}/{key} has {nbytes} bytes for {shape} {dt}")
-                array = np.empty(shape, dt)
+                array = np.empty(shape, _dtype(dtype))  # checked by read_header
                 f.seek(data_start + offset)
                 if f.readinto(array.reshape(-1).view(np.uint8)) != nbytes:
                     raise _damaged(file, f"array {name}/{key} is cut short")
