@@ -63,14 +63,22 @@ def shared_model(steps_per_execution: int = 1) -> phalanx.Model:
 def fit(model: phalanx.Model, callbacks=(), *, epochs: int = 1, validation: bool = False, **kwargs):
     """``model.fit(X, Y, ...)``: batch ``BATCH``, unshuffled, silent unless told otherwise.
 
-    ``validation=True`` validates on ``VAL`` after every epoch.
+    ``validation=True`` validates on ``VAL`` after every epoch. With
+    ``steps_per_epoch``, ``X`` and ``Y`` are repeated (or cut) to that many
+    batches, so every epoch is one pass of its steps (arrays that end sooner
+    end the epoch there, with Keras 3's warning).
     """
     kwargs.setdefault("verbose", 0)
     kwargs.setdefault("shuffle", False)
     kwargs.setdefault("batch_size", BATCH)
     if validation:
         kwargs["validation_data"] = VAL
-    return model.fit(X, Y, epochs=epochs, callbacks=list(callbacks), **kwargs)
+    x, y = X, Y
+    steps = kwargs.get("steps_per_epoch")
+    if steps is not None:
+        rows = steps * kwargs["batch_size"]
+        x, y = np.resize(X, (rows, *X.shape[1:])), np.resize(Y, (rows, *Y.shape[1:]))
+    return model.fit(x, y, epochs=epochs, callbacks=list(callbacks), **kwargs)
 
 
 def scripted(key: str, values) -> LambdaCallback:

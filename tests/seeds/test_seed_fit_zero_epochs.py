@@ -57,7 +57,7 @@ def test_no_epoch_gives_an_empty_history(epochs, initial_epoch):
         ({"epochs": -1}, r"epochs must be an int >= 0.*int -1"),
         ({"epochs": 1.5}, r"epochs must be an int >= 0.*float 1.5"),
         ({"epochs": "2"}, r"epochs must be an int >= 0.*str '2'"),
-        ({"epochs": 2, "initial_epoch": -1}, r"initial_epoch must be an int >= 0"),
+        ({"epochs": 2, "initial_epoch": 0.5}, r"initial_epoch must be an int, got float"),
     ],
 )
 def test_bad_epoch_counts_are_fit_input_errors(kwargs, match):

@@ -43,9 +43,11 @@ the same script, and what it passes to ``fit`` means:
   must yield the same number of batches per epoch (else the others wait in
   the step's all-reduce until the watchdog reports it).
 
-Shuffling of arrays follows Keras: a new permutation every epoch (from the
-seed given to the adapter and the epoch number, so a resumed run shuffles the
-same way), and ``validation_split`` takes the last examples before shuffling.
+Shuffling of arrays follows Keras: a new permutation every pass (from the seed
+given to the adapter and the number of the epoch that starts the pass, so a
+resumed run shuffles the same way; a pass is an epoch unless ``steps_per_epoch``
+is given, ``ArrayAdapter._span``), and ``validation_split`` takes the last
+examples before shuffling.
 """
 
 from __future__ import annotations
@@ -209,6 +211,12 @@ class ArrayAdapter:
         self.seed = seed
         self.full_steps = math.ceil(self.num_examples / batch_size)
         self.steps_per_epoch = steps if steps is not None else self.full_steps
+        # Keras 3's epoch iterator: with steps_per_epoch given, epochs read on through one
+        # pass of the arrays (``_span``), and one that the pass ends short of its steps warns.
+        self._steps_given = steps is not None
+        #: fit's ``initial_epoch``: the passes of the arrays count from it, as Keras's iterator
+        #: starts a pass there (set by ``fit``; a resumed run sets the same).
+        self.first_epoch = 0
         self._placer = _Placer(strategy)
         host = (x, y if y is not None else np.zeros(self.num_examples, np.float32), sw)
         nbytes = sum(a.nbytes for a in jax.tree.leaves(host))
@@ -223,20 +231,37 @@ class ArrayAdapter:
         """The global batch of every step."""
         return self.batch_size
 
-    def _indices(self, epoch: int) -> np.ndarray:
-        """The epoch's batch indices ``[steps, width]``, ``-1`` for padding."""
+    def _span(self, epoch: int) -> tuple[int, int, int]:
+        """Where ``epoch`` reads the arrays: ``(pass_epoch, offset, steps)``.
+
+        As Keras 3 (``EpochIterator``): without ``steps_per_epoch`` every epoch
+        is one pass. With it, one iterator goes on across epochs: an epoch takes
+        the next ``steps_per_epoch`` batches of the pass, stopping early at the
+        pass's end (it warns then, ``executions``), and the epoch after the one
+        that reached the end starts a new pass, shuffled anew. ``pass_epoch`` is
+        the epoch that began the pass (its shuffle is keyed on it), ``offset``
+        the epoch's first batch within the pass. The passes count from
+        ``first_epoch``, so a resumed ``fit`` reads what the whole run did.
+        """
+        if not self._steps_given:
+            return epoch, 0, self.full_steps
+        per_pass = math.ceil(self.full_steps / self.steps_per_epoch)  # epochs reading one pass
+        k = (epoch - self.first_epoch) % per_pass
+        offset = k * self.steps_per_epoch
+        return epoch - k, offset, min(self.steps_per_epoch, self.full_steps - offset)
+
+    def _indices(self, pass_epoch: int) -> np.ndarray:
+        """One pass's batch indices ``[full_steps, width]``, ``-1`` for padding."""
         order = np.arange(self.num_examples)
-        if self.shuffle:
-            order = np.random.default_rng([self.seed, epoch]).permutation(self.num_examples)
-        total = self.steps_per_epoch * self.batch_size
-        if total > self.num_examples:  # steps beyond one pass: wrap around, as Keras repeats
-            reps = math.ceil(total / self.num_examples)
-            order = np.concatenate([order] * reps)[:total]
-            if self.steps_per_epoch == self.full_steps:
-                order[self.num_examples :] = -1
-        idx = order[:total].reshape(self.steps_per_epoch, self.batch_size).astype(np.int32)
+        if self.shuffle:  # keys mod 2**64: any int (a negative initial_epoch) seeds numpy
+            key = [self.seed % 2**64, pass_epoch % 2**64]
+            order = np.random.default_rng(key).permutation(self.num_examples)
+        total = self.full_steps * self.batch_size
+        idx = np.full(total, -1, np.int32)  # the short last batch's missing rows
+        idx[: self.num_examples] = order
+        idx = idx.reshape(self.full_steps, self.batch_size)
         if self.width > self.batch_size:  # rows that even out the replicas' shares
-            pad = np.full((self.steps_per_epoch, self.width - self.batch_size), -1, np.int32)
+            pad = np.full((self.full_steps, self.width - self.batch_size), -1, np.int32)
             idx = np.concatenate([idx, pad], axis=1)
         return idx
 
@@ -244,17 +269,22 @@ class ArrayAdapter:
         """Yields the epoch's executions from step ``start`` on, in order.
 
         ``input_state`` is unused: the order of arrays follows from the seed and
-        the epoch, so a resumed epoch skips its first ``start`` steps.
+        the epoch, so a resumed epoch skips its first ``start`` steps. An epoch
+        that the arrays end short of ``steps_per_epoch`` warns at its end, with
+        Keras 3's words (``warn_out_of_data``), and the next starts a new pass.
         """
         del input_state
-        idx = self._indices(epoch)
-        for first in range(start, self.steps_per_epoch, self.n):
+        pass_epoch, offset, steps_now = self._span(epoch)
+        idx = self._indices(pass_epoch)[offset : offset + steps_now]
+        for first in range(start, steps_now, self.n):
             block = idx[first : first + self.n]
             steps = len(block)
             if steps < self.n:
                 block = np.concatenate([block, np.full((self.n - steps, self.width), -1, np.int32)])
             sizes = tuple(int(s) for s in (block[:steps] >= 0).sum(axis=1))
             yield Execution(self._stack(block), first, steps, sizes, data=self.data)
+        if start < steps_now < self.steps_per_epoch:
+            warn_out_of_data()
 
     def _stack(self, block: np.ndarray):
         if self.resident:
@@ -394,7 +424,8 @@ class IterableAdapter:
     def _new_pass(self, epoch: int) -> Iterator:
         """A new iterator over the input (a ``Dataset``'s pass chosen by the epoch number)."""
         by_epoch = getattr(self._iterable, "_iter_epoch", None)
-        return by_epoch(epoch) if by_epoch is not None else iter(self._iterable)
+        # A negative epoch (Keras runs initial_epoch=-1) keys its pass as an unsigned word.
+        return by_epoch(epoch % 2**32) if by_epoch is not None else iter(self._iterable)
 
     def executions(self, epoch: int = 0, start: int = 0, input_state=None) -> Iterator[Execution]:
         """The epoch's executions from step ``start``, prepared one ahead in a background thread.

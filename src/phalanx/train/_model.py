@@ -482,7 +482,7 @@ class Model(ModelIntrospection):
         _check_not_a_function(validation_data, "fit", "validation_data=")
         check_inputs(x, y, sample_weight, where="fit", validation_data=validation_data)
         _check_epoch_count(epochs, "epochs")  # 0, or initial_epoch >= epochs: no epoch, as Keras
-        _check_epoch_count(initial_epoch, "initial_epoch")
+        _check_epoch_count(initial_epoch, "initial_epoch", negative=True)  # Keras: epoch -1 runs
         _check_positive_int(validation_freq, "validation_freq")
         if validation_split and validation_data is None:
             (x, y, sample_weight), validation_data = _adapter.split_validation(
@@ -497,6 +497,7 @@ class Model(ModelIntrospection):
             shuffle=shuffle,
             class_weight=class_weight,
         )
+        train.first_epoch = initial_epoch  # arrays: their passes count from it, as Keras
         check_learning_rate(self, train, epochs - initial_epoch)
         val = None
         if validation_data is not None:
@@ -1065,10 +1066,17 @@ def _check_not_a_function(x, method: str, argument: str = "") -> None:
         )
 
 
-def _check_epoch_count(value, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+def _check_epoch_count(value, name: str, *, negative: bool = False) -> None:
+    """``epochs`` must be an int >= 0; ``initial_epoch`` (``negative``) any int.
+
+    Keras 3 runs ``initial_epoch=-1`` as an epoch numbered -1 (then 0, ...), and
+    so does phalanx; ``epochs=-1`` trains nothing in Keras, silently: refused.
+    """
+    bad = isinstance(value, bool) or not isinstance(value, int | np.integer)
+    if bad or (value < 0 and not negative):
+        what = "an int" if negative else "an int >= 0 (an epoch count)"
         raise FitInputError(
-            f"fit's {name} must be an int >= 0 (an epoch count), got {type(value).__name__} "
+            f"fit's {name} must be {what}, got {type(value).__name__} "
             f"{value!r}. epochs=0, or initial_epoch >= epochs, trains no epoch (an empty "
             "History), as Keras."
         )
