@@ -41,7 +41,9 @@ class ModelCheckpoint(MonitorCallback):
     resumes from it exactly.
 
     Args:
-        filepath: Where to save, a path or a ``str.format`` pattern.
+        filepath: Where to save, a path or a ``str.format`` pattern; with
+            ``save_weights_only=True`` it ends in ``.weights.h5`` (Keras's weights
+            file) or ``.npz`` (phalanx's).
         monitor: The value of the logs that ``save_best_only`` watches.
         verbose: 1 prints a line at each save (or skipped save).
         save_best_only: Save only when ``monitor`` improves.
@@ -53,7 +55,9 @@ class ModelCheckpoint(MonitorCallback):
 
     Raises:
         ValueError: ``save_freq`` is neither ``"epoch"`` nor a positive integer,
-            ``mode`` is unknown; in ``fit``, ``filepath`` names a value that
+            ``mode`` is unknown, ``save_weights_only=True`` and ``filepath``
+            does not end in ``.weights.h5`` (Keras's format) or ``.npz``
+            (phalanx's), as Keras 3 refuses it; in ``fit``, ``filepath`` names a value that
             is not in the logs.
 
     Example:
@@ -97,7 +101,9 @@ class ModelCheckpoint(MonitorCallback):
         self.verbose = verbose
         self.save_best_only = save_best_only
         self.save_weights_only = bool(save_weights_only)
-        if not self.save_weights_only:  # refused now, not after the first epoch
+        if self.save_weights_only:
+            _check_weights_name(self.filepath)
+        else:  # refused now, not after the first epoch
             from ..checkpoint._io import as_path
 
             as_path(self.filepath.split("{")[0] or ".", "ModelCheckpoint(save_weights_only=False)")
@@ -182,6 +188,27 @@ class ModelCheckpoint(MonitorCallback):
                 f"ModelCheckpoint: filepath {self.filepath!r} names {error}, which is not in the "
                 f"logs. Available: {', '.join(sorted(fields))}."
             ) from None
+
+
+#: The endings ``save_weights_only=True`` takes: Keras 3's weights file, phalanx's own.
+WEIGHTS_ENDINGS = (".weights.h5", ".npz")
+
+
+def _check_weights_name(filepath: str) -> None:
+    """Refuses a weights filepath that names no weights format, as Keras 3 refuses it.
+
+    Keras 3 wants ``.weights.h5``; phalanx also writes its own ``.npz`` (which
+    ``model.load_weights`` reads; Keras cannot). Any other name (``ckpt_{epoch}``,
+    ``m.h5``, ``m.keras``) would hold ``.npz`` under a name that says otherwise.
+    """
+    if not filepath.endswith(WEIGHTS_ENDINGS):
+        raise CallbackArgumentError(
+            "When using `save_weights_only=True` in `ModelCheckpoint`, the filepath provided "
+            "must end in `.weights.h5` (Keras weights format) or `.npz` (phalanx's weights "
+            f"format). Received: filepath={filepath}. Add `.weights.h5` to the name (e.g. "
+            "'ckpt_{epoch:04d}.weights.h5'), or pass save_weights_only=False for a checkpoint "
+            "of the whole training state."
+        )
 
 
 def _check_folders(path: str, filepath: str) -> None:

@@ -110,7 +110,8 @@ class Conv(Layer):
 
     Raises:
       LayerArgumentError: an argument of the wrong type or value (``filters=0``,
-        ``kernel_size=(3,)`` for ``Conv2D``, an unknown ``padding``).
+        ``kernel_size=(3,)`` for ``Conv2D``, an unknown ``padding``), or ``strides``
+        above 1 with ``dilation_rate`` above 1, on any axes (as Keras 3 refuses them).
     """
 
     rank: int = 0
@@ -155,6 +156,14 @@ class Conv(Layer):
         self.dilation_rate = self._store(
             spatial_tuple(layer, dilation_rate, "dilation_rate", self.rank)
         )
+        if max(self._tuple(self.strides)) > 1 and max(self._tuple(self.dilation_rate)) > 1:
+            # Keras 3's BaseConv refuses the pair at construction (its words first)
+            raise LayerArgumentError(
+                f"{layer}: `strides > 1` not supported in conjunction with `dilation_rate > 1`. "
+                f"Received: strides={self._tuple(self.strides)} and dilation_rate="
+                f"{self._tuple(self.dilation_rate)}. Use strides=1 with the dilation (and "
+                "downsample after it, e.g. with a pooling layer), or dilation_rate=1."
+            )
         self.groups = positive_int(layer, "groups", groups, f"{layer}(32, 3, groups=2)")
         if self.filters % self.groups:  # Keras's BaseConv refuses it here, not at build
             raise LayerArgumentError(
