@@ -16,7 +16,7 @@ from ._step_counter import StepCounter
 
 
 class ModelCheckpoint(MonitorCallback):
-    """Saves the model's weights with ``model.save_weights`` during ``fit``.
+    """Saves the model's weights (``model.save_weights``), or the model, during ``fit``.
 
     ``filepath`` may hold ``str.format`` fields filled from the epoch
     (1-based, as Keras), the step (``{batch}``, 1-based, with step-based
@@ -34,11 +34,14 @@ class ModelCheckpoint(MonitorCallback):
 
     ``model.save_weights`` is called on every process, since gathering
     sharded weights can need all of them; the model writes on process 0.
-    With ``save_weights_only=False`` each save is a ``phalanx.checkpoint``
-    checkpoint directory of the whole training state (weights, optimizer
-    state, step, RNG key, metric accumulators, and ``fit``'s position with
-    its input iterator state): ``Checkpoint(model=model).restore(path)``
-    resumes from it exactly.
+    A ``filepath`` ending in ``.keras`` saves the model (``model.save``: a
+    Keras 3 ``.keras`` file that ``load_model`` reads), as Keras 3's default
+    does. Otherwise, with ``save_weights_only=False`` each save is a
+    ``phalanx.checkpoint`` checkpoint directory of the whole training state
+    (weights, optimizer state, step, RNG key, metric accumulators, and
+    ``fit``'s position with its input iterator state):
+    ``Checkpoint(model=model).restore(path)`` resumes from it exactly (Keras
+    3 refuses such a name).
 
     Args:
         filepath: Where to save, a path or a ``str.format`` pattern; with
@@ -48,7 +51,10 @@ class ModelCheckpoint(MonitorCallback):
         verbose: 1 prints a line at each save (or skipped save).
         save_best_only: Save only when ``monitor`` improves.
         save_weights_only: ``True``: the weights (``model.save_weights``);
-            ``False``: the whole training state (a checkpoint directory).
+            ``False``: the model (a ``.keras`` filepath) or the whole training
+            state (a checkpoint directory). ``None`` (the default) chooses by
+            the name: ``.keras`` the model, as Keras 3's default ``False``;
+            ``.weights.h5`` or ``.npz`` the weights; another name is refused.
         mode: ``"min"``, ``"max"``, or ``"auto"`` (inferred from the name).
         save_freq: ``"epoch"`` or a number of training steps.
         initial_value_threshold: The best value to beat before the first save.
@@ -57,7 +63,8 @@ class ModelCheckpoint(MonitorCallback):
         ValueError: ``save_freq`` is neither ``"epoch"`` nor a positive integer,
             ``mode`` is unknown, ``save_weights_only=True`` and ``filepath``
             does not end in ``.weights.h5`` (Keras's format) or ``.npz``
-            (phalanx's), as Keras 3 refuses it; in ``fit``, ``filepath`` names a value that
+            (phalanx's), as Keras 3 refuses it (by default: nor in ``.keras``);
+            in ``fit``, ``filepath`` names a value that
             is not in the logs.
 
     Example:
@@ -82,7 +89,7 @@ class ModelCheckpoint(MonitorCallback):
         monitor: str = "val_loss",
         verbose: int = 0,
         save_best_only: bool = False,
-        save_weights_only: bool = True,
+        save_weights_only: bool | None = None,
         mode: str = "auto",
         save_freq: str | int = "epoch",
         initial_value_threshold: float | None = None,
@@ -100,10 +107,15 @@ class ModelCheckpoint(MonitorCallback):
         )
         self.verbose = verbose
         self.save_best_only = save_best_only
+        given = save_weights_only is not None
+        if not given:  # Keras 3's default (False) saves a .keras model; phalanx: by the name
+            save_weights_only = not self.filepath.endswith(".keras")
         self.save_weights_only = bool(save_weights_only)
+        #: Whether each save is ``model.save``'s ``.keras`` file.
+        self.saves_keras_file = not self.save_weights_only and self.filepath.endswith(".keras")
         if self.save_weights_only:
-            _check_weights_name(self.filepath)
-        else:  # refused now, not after the first epoch
+            _check_weights_name(self.filepath, given)
+        elif not self.saves_keras_file:  # refused now, not after the first epoch
             from ..checkpoint._io import as_path
 
             as_path(self.filepath.split("{")[0] or ".", "ModelCheckpoint(save_weights_only=False)")
@@ -151,6 +163,8 @@ class ModelCheckpoint(MonitorCallback):
             _fs.makedirs(dirname)
         if self.save_weights_only:
             self.model.save_weights(filepath)
+        elif self.saves_keras_file:
+            self.model.save(filepath, overwrite=True)
         else:
             from ..checkpoint import Checkpoint
 
@@ -194,21 +208,33 @@ class ModelCheckpoint(MonitorCallback):
 WEIGHTS_ENDINGS = (".weights.h5", ".npz")
 
 
-def _check_weights_name(filepath: str) -> None:
+def _check_weights_name(filepath: str, given: bool) -> None:
     """Refuses a weights filepath that names no weights format, as Keras 3 refuses it.
 
     Keras 3 wants ``.weights.h5``; phalanx also writes its own ``.npz`` (which
     ``model.load_weights`` reads; Keras cannot). Any other name (``ckpt_{epoch}``,
     ``m.h5``, ``m.keras``) would hold ``.npz`` under a name that says otherwise.
+
+    ``given``: ``save_weights_only=True`` was passed (else it was the default,
+    and the name ends in none of ``.keras``, ``.weights.h5``, ``.npz``).
     """
-    if not filepath.endswith(WEIGHTS_ENDINGS):
+    if filepath.endswith(WEIGHTS_ENDINGS):
+        return
+    if not given:  # Keras 3's default refuses it too: "must end in `.keras`"
         raise CallbackArgumentError(
-            "When using `save_weights_only=True` in `ModelCheckpoint`, the filepath provided "
-            "must end in `.weights.h5` (Keras weights format) or `.npz` (phalanx's weights "
-            f"format). Received: filepath={filepath}. Add `.weights.h5` to the name (e.g. "
-            "'ckpt_{epoch:04d}.weights.h5'), or pass save_weights_only=False for a checkpoint "
-            "of the whole training state."
+            "The filepath provided must end in `.keras` (Keras model format), or in "
+            "`.weights.h5` or `.npz` for the weights (as save_weights_only=True). Received: "
+            f"filepath={filepath}. Name it so (e.g. 'best.keras', "
+            "'ckpt_{epoch:04d}.weights.h5'), or pass save_weights_only=False for phalanx's "
+            "checkpoint of the whole training state (a folder)."
         )
+    raise CallbackArgumentError(
+        "When using `save_weights_only=True` in `ModelCheckpoint`, the filepath provided "
+        "must end in `.weights.h5` (Keras weights format) or `.npz` (phalanx's weights "
+        f"format). Received: filepath={filepath}. Add `.weights.h5` to the name (e.g. "
+        "'ckpt_{epoch:04d}.weights.h5'), or pass save_weights_only=False for a checkpoint "
+        "of the whole training state (or the model, for a name ending in `.keras`)."
+    )
 
 
 def _check_folders(path: str, filepath: str) -> None:
