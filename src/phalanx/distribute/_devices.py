@@ -59,8 +59,10 @@ def resolve_device(spec: DeviceSpec) -> jax.Device:
     """Returns the JAX device that ``spec`` names.
 
     Args:
-      spec: a ``jax.Device``; an int, the index into ``jax.local_devices()``; or
-        a TensorFlow-style string such as ``"/gpu:1"`` or ``"/device:TPU:0"``.
+      spec: a ``jax.Device``; an int, the index into ``jax.local_devices()``;
+        a TensorFlow-style string such as ``"/gpu:1"`` or ``"/device:TPU:0"``; or a
+        ``phalanx.config.LogicalDevice`` (from ``list_logical_devices``), as TensorFlow's
+        strategies and ``tf.device`` take them.
 
     Returns:
       The ``jax.Device``.
@@ -75,10 +77,13 @@ def resolve_device(spec: DeviceSpec) -> jax.Device:
     """
     if isinstance(spec, jax.Device):
         return spec
+    if _is_logical_device(spec):
+        spec = spec.name
     if isinstance(spec, bool) or not isinstance(spec, int | str):
         raise DistributeArgumentError(
-            "A device is a jax.Device, an index into jax.local_devices(), or a string such "
-            f"as '/gpu:0'; got {type(spec).__name__} {spec!r}."
+            "A device is a jax.Device, an index into jax.local_devices(), a string such "
+            "as '/gpu:0', or a LogicalDevice of phalanx.config.list_logical_devices(); got "
+            f"{type(spec).__name__} {spec!r}."
         )
     if isinstance(spec, int):
         local = jax.local_devices()
@@ -108,6 +113,12 @@ def resolve_device(spec: DeviceSpec) -> jax.Device:
     return candidates[index]
 
 
+def _is_logical_device(spec: object) -> bool:
+    from ..config import LogicalDevice  # config imports this module
+
+    return isinstance(spec, LogicalDevice)
+
+
 def resolve_devices(specs: Sequence[DeviceSpec] | None) -> list[jax.Device]:
     """Resolves a list of device specifications; ``None`` means all local devices.
 
@@ -124,7 +135,7 @@ def resolve_devices(specs: Sequence[DeviceSpec] | None) -> list[jax.Device]:
             f"'/gpu:0'), got {specs!r} ({type(specs).__name__}); TensorFlow refuses it too. "
             f"For a number of devices write {n}; for one device, a list of it: devices=[0]."
         )
-    if isinstance(specs, str | jax.Device):
+    if isinstance(specs, str | jax.Device) or _is_logical_device(specs):
         specs = [specs]
     devices = [resolve_device(s) for s in specs]
     if not devices:
