@@ -308,6 +308,11 @@ class CheckpointMismatchError(CheckpointError):
     """A checkpoint's arrays (names, shapes, dtypes) do not match the objects restored into."""
 
 
+class CheckpointWriteError(CheckpointError, OSError):
+    """A checkpoint could not be written (disk full, a folder not writable); what was at its
+    path is unchanged. An ``OSError`` too, as the failure under it."""
+
+
 # --- compile ----------------------------------------------------------------
 
 

@@ -210,10 +210,12 @@ def test_a_crash_mid_upload_leaves_the_previous_checkpoint_the_one_restored(
     assert restarted.restore_or_initialize() == first
     for u, v in zip(restored.get_weights(), saved, strict=True):
         np.testing.assert_array_equal(u, v)
-    # The next save commits; max_to_keep deletes the first, and the leftover goes with it.
+    # The next save commits; max_to_keep deletes the first, and the leftover goes with it
+    # (a save that failed at once did not move the counter: its number is written again).
     newest = manager.save()
     manager.close()
-    assert newest == f"{directory}/ckpt_3" and latest_checkpoint(directory) == newest
+    number = 3 if async_save else 2
+    assert newest == f"{directory}/ckpt_{number}" and latest_checkpoint(directory) == newest
     assert gfile.glob(f"{directory}/*") == [newest]
 
 
@@ -284,14 +286,22 @@ def test_async_saves_at_every_execution_hold_the_weights_of_their_step(
             np.testing.assert_array_equal(u, v)
 
 
-def test_an_async_save_that_fails_raises_at_the_next_wait(tmp_path):
+def test_an_async_save_that_fails_raises_at_the_next_wait(tmp_path, monkeypatch):
     model = _model()
     model.fit(X, Y, batch_size=16, verbose=0)
     (tmp_path / "a-file").write_text("not a folder")
     checkpoint = Checkpoint(model=model, async_save=True)
-    checkpoint.save(tmp_path / "a-file" / "ckpt")  # returns: the write runs in the background
-    with pytest.raises(CheckpointError, match="asynchronous checkpoint save failed"):
-        checkpoint.wait_until_finished()
+    with pytest.raises(CheckpointError, match="is a file, not a folder"):  # known at once
+        checkpoint.save(tmp_path / "a-file" / "ckpt")
+
+    def full(fd):
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "fsync", full)
+        checkpoint.save(tmp_path / "ckpt")  # returns: the write runs in the background
+        with pytest.raises(CheckpointError, match="ckpt-1' was not written .*No space left"):
+            checkpoint.wait_until_finished()
     checkpoint.wait_until_finished()  # the error was raised once
     assert checkpoint.save(tmp_path / "ok") == f"{tmp_path}/ok-2"
     checkpoint.close()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
+
+import numpy as np
 
 from ..errors import CallbackArgumentError, CheckpointError
 from . import _process
@@ -35,7 +38,10 @@ class BackupAndRestore(Callback):
       save_freq: ``"epoch"`` (at each epoch end) or a number of training
         steps (when the step count reaches or passes a multiple of it; with
         ``steps_per_execution`` the check runs once per execution).
-      delete_checkpoint: delete the backup when ``fit`` ends normally.
+      delete_checkpoint: delete the backup when ``fit`` ends normally (its
+        checkpoints, and ``backup_dir`` when nothing else is in it; Keras 3
+        deletes ``backup_dir`` with whatever else it holds, tf_keras keeps
+        other files, as phalanx).
       async_save: write the backup in background threads (``fit`` waits only
         for the copy off the devices, and for the previous write).
       save_before_preemption: on a termination notice to any process (SIGTERM;
@@ -48,9 +54,9 @@ class BackupAndRestore(Callback):
         save before preemption; implies ``save_before_preemption=True``.
 
     Raises:
-      ValueError: ``backup_dir`` is empty or not a path, ``save_freq`` is
-        neither ``"epoch"`` nor a positive int, or ``termination_config`` is
-        not a ``TerminationConfig`` (a ``CheckpointError``).
+      ValueError: ``backup_dir`` is empty, not a path or a file, ``save_freq``
+        is neither ``"epoch"`` nor a positive int, a flag is not a bool, or
+        ``termination_config`` is not a ``TerminationConfig`` (a ``CheckpointError``).
 
     Example:
       >>> import numpy as np, phalanx, tempfile
@@ -90,9 +96,24 @@ class BackupAndRestore(Callback):
                 "BackupAndRestore: save_freq must be 'epoch' or a positive number of steps; "
                 f"received save_freq={save_freq!r} ({type(save_freq).__name__})."
             )
-        from ..checkpoint._io import as_path
+        for name, value in (
+            ("delete_checkpoint", delete_checkpoint),
+            ("async_save", async_save),
+            ("save_before_preemption", save_before_preemption),
+        ):
+            if not isinstance(value, bool | np.bool_):
+                raise CallbackArgumentError(
+                    f"BackupAndRestore: {name} must be True or False; received {value!r} "
+                    f"({type(value).__name__})."
+                )
+        from ..checkpoint._io import as_path, is_remote
 
-        as_path(backup_dir, "BackupAndRestore")  # a missing protocol package fails here
+        local = as_path(backup_dir, "BackupAndRestore")  # a missing protocol package fails here
+        if not is_remote(local) and os.path.lexists(local) and not os.path.isdir(local):
+            raise CallbackArgumentError(
+                f"BackupAndRestore: backup_dir {backup_dir!r} is a file, not a folder; give the "
+                "folder the backup goes in (created if missing)."
+            )
         self.backup_dir = os.fspath(backup_dir)
         self.save_freq = save_freq
         self.delete_checkpoint = bool(delete_checkpoint)
@@ -162,7 +183,24 @@ class BackupAndRestore(Callback):
             raise CheckpointError(
                 "BackupAndRestore saved before on_train_begin: pass it to fit(callbacks=[...])."
             )
-        self._manager.save()
+        try:
+            self._manager.save()  # raises a failed asynchronous save's error too
+        except BaseException:
+            self._close()  # fit ends with this error: no on_train_end will stop the threads
+            raise
+
+    def _close(self) -> None:
+        """Stops the preemption handler and the manager's writer thread (the error is raised)."""
+        preemption, manager, self._preemption, self._manager = (
+            self._preemption,
+            self._manager,
+            None,
+            None,
+        )
+        for stop in (preemption, manager):
+            if stop is not None:
+                with contextlib.suppress(Exception):
+                    stop.close()
 
     def on_train_end(self, logs: Logs | None = None) -> None:
         """Deletes the backup (``delete_checkpoint``) once training has ended normally."""
@@ -171,10 +209,10 @@ class BackupAndRestore(Callback):
             self._preemption = None
         if self._manager is None:
             return
-        self._manager.wait_until_finished()
-        self._manager.close()  # stops the writer's thread
-        self._manager = None
+        manager, self._manager = self._manager, None
+        try:
+            manager.wait_until_finished()  # raises a failed asynchronous save's error
+        finally:
+            manager.close()  # stops the writer's thread, even then
         if self.delete_checkpoint and _process.is_chief():
-            from ..checkpoint._io import remove_checkpoints
-
-            remove_checkpoints(self.backup_dir)  # a local folder or a URL
+            manager._remove_all()  # its checkpoints; other files in backup_dir stay

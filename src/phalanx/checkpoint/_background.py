@@ -232,8 +232,11 @@ class LocalWriter:
             synchronously, this save failed on some process.
         """
         from ..cluster import _agree
+        from . import _file
 
         self.wait_until_finished()
+        if processes()[1] == 1:  # with several, process 0's write checks it (and all agree)
+            _file.check_target(path)  # before the copy: a save that cannot happen, at once
         host = host_arrays(arrays)
         if host is None:
             self._save_split(path, arrays, meta, after_commit)
@@ -267,8 +270,9 @@ class LocalWriter:
 
     def _save_split(self, path: str, arrays: dict, meta: dict, after_commit) -> None:
         """orbax writes arrays split over processes (each process its shards)."""
-        from . import _io
+        from . import _file, _io
 
+        _file.check_target(path)  # every process sees this folder (orbax merges their files)
         orbax = self._orbax.get(self._async)
         orbax.save(path, args=_io.save_args(arrays, meta), force=True)
         if not self._async:

@@ -63,7 +63,10 @@ class Checkpoint:
 
     def __init__(self, *, async_save: bool = False, **objects: Any):
         if not isinstance(async_save, bool):
-            raise CheckpointError(f"async_save must be True or False, got {async_save!r}.")
+            raise CheckpointError(
+                f"Checkpoint: async_save must be True or False, got {async_save!r} "
+                f"({type(async_save).__name__})."
+            )
         if not objects:
             raise CheckpointError(
                 "Checkpoint() needs at least one object to save, by name: "

@@ -21,11 +21,22 @@ processes (``shard_parameters``, layouts across processes), which no host
 holds whole; restores read both formats.
 
 Atomic: the file is written, flushed and fsynced in ``<path>.phalanx-tmp-<nonce>``,
-which is then renamed to ``<path>`` (a checkpoint there is deleted first, as
-orbax's ``force=True`` does, but only once the new one is complete) and the
-parent directory is fsynced. A process killed before the rename leaves the
-previous checkpoint under its name and a ``*.phalanx-tmp-*`` folder, which
-nothing reads (and a ``CheckpointManager`` deletes).
+which is then renamed to ``<path>`` and the parent directory is fsynced. A
+checkpoint already at ``<path>`` is replaced only once the new one is
+complete: it is renamed aside (``<path>.phalanx-tmp-old-<nonce>``), the new
+one renamed in, and only then the old one deleted; a failed rename puts it
+back. A process killed before the rename leaves the previous checkpoint under
+its name and a ``*.phalanx-tmp-*`` folder, which nothing reads (and a
+``CheckpointManager`` deletes); one killed while deleting the old checkpoint
+leaves it under its ``*.phalanx-tmp-old-*`` name, never a half-deleted folder
+under a checkpoint's name.
+
+Only a checkpoint (either format) or an empty folder is replaced:
+``check_target`` refuses, before anything is written, a path that is a file,
+a symbolic link or a folder of other files (orbax's ``force=True`` deleted
+such a folder), and a write that fails (disk full, read-only folder) is a
+``CheckpointWriteError`` (a ``CheckpointError`` and an ``OSError``) that
+leaves what was there as it was.
 
 Reading checks the magic, the header and the file's length against the
 header before any data is read, so a truncated or foreign file is a
@@ -41,7 +52,7 @@ import shutil
 import struct
 from typing import Any
 
-from ..errors import CheckpointError
+from ..errors import CheckpointError, CheckpointWriteError
 
 #: The one file of a checkpoint in this format.
 FILE = "state.phalanx"
@@ -96,11 +107,71 @@ def encode(arrays: dict, meta: dict) -> tuple[bytes, list]:
 
 
 def commit(tmp: str, path: str) -> None:
-    """Puts the finished folder ``tmp`` at ``path`` (after deleting a checkpoint there)."""
+    """Puts the finished folder ``tmp`` at ``path``; a checkpoint there is renamed aside first
+    and deleted only once ``tmp`` is in its place (module docs)."""
+    old = None
     if os.path.lexists(path):
-        shutil.rmtree(path)
-    os.rename(tmp, path)
+        old = f"{path}{TMP}old-{secrets.token_hex(4)}"
+        os.rename(path, old)
+    try:
+        os.rename(tmp, path)
+    except BaseException:
+        if old is not None:
+            os.rename(old, path)  # the previous checkpoint stays the one under this name
+        raise
     _fsync_dir(os.path.dirname(path))
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _holds_checkpoint(path: str) -> bool:
+    """Whether the folder ``path`` is a checkpoint: this format, or orbax's composite (its
+    ``meta`` item's JSON file; a user's folder with a ``meta`` folder is not one)."""
+    return is_file_checkpoint(path) or os.path.isfile(os.path.join(path, "meta", "metadata"))
+
+
+def check_target(path: str) -> None:
+    """Refuses, before anything is written, a ``path`` that a checkpoint may not replace.
+
+    Raises:
+      CheckpointError: ``path`` (or a folder above it) is a file, ``path`` is a symbolic
+        link, or a folder holding files that are not a checkpoint.
+    """
+    above = os.path.dirname(path)
+    while above and not os.path.lexists(above) and os.path.dirname(above) != above:
+        above = os.path.dirname(above)  # the nearest existing folder above
+    if above and os.path.lexists(above) and not os.path.isdir(above):
+        raise CheckpointError(
+            f"Cannot write the checkpoint {path!r}: {above!r} is a file, not a folder. "
+            "Give a path in a folder (or one that does not exist yet)."
+        )
+    if os.path.islink(path):
+        raise CheckpointError(
+            f"Cannot write the checkpoint {path!r}: it is a symbolic link (to "
+            f"{os.readlink(path)!r}); a checkpoint is replaced by renaming folders, which would "
+            "replace the link, not what it points to. Give the real path."
+        )
+    if not os.path.lexists(path):
+        return
+    if not os.path.isdir(path):
+        raise CheckpointError(
+            f"Cannot write the checkpoint {path!r}: a file of that name exists. A checkpoint "
+            "is a folder; give another path (or delete the file)."
+        )
+    if os.listdir(path) and not _holds_checkpoint(path):
+        raise CheckpointError(
+            f"Cannot write the checkpoint {path!r}: that folder holds files that are not a "
+            f"checkpoint ({sorted(os.listdir(path))[:5]}), which a save would delete. Give a "
+            "new path (Checkpoint.save numbers them), or delete the folder first."
+        )
+
+
+def _not_written(path: str, error: OSError) -> CheckpointWriteError:
+    return CheckpointWriteError(
+        f"The checkpoint {path!r} was not written ({type(error).__name__}: {error}); what was "
+        "there is unchanged (a previous checkpoint is still the latest). Free disk space or "
+        "give a folder you can write to, then save again."
+    )
 
 
 def _fsync_dir(folder: str) -> None:
@@ -127,22 +198,25 @@ def write(path: str, arrays: dict, meta: dict) -> None:
       >>> read_meta(path), read_arrays(path, ["model"])["model"]["a0"].tolist()
       ({'format': 'demo'}, [0.0, 1.0, 2.0])
     """
+    check_target(path)
     head, chunks = encode(arrays, meta)
-    parent = os.path.dirname(path) or "."
-    os.makedirs(parent, exist_ok=True)
     tmp = f"{path}{TMP}{secrets.token_hex(4)}"
-    os.mkdir(tmp)
     try:
-        with open(os.path.join(tmp, FILE), "wb") as f:
-            f.write(head)
-            for chunk in chunks:
-                f.write(chunk)
-            f.flush()
-            os.fsync(f.fileno())
-        commit(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        os.mkdir(tmp)
+        try:
+            with open(os.path.join(tmp, FILE), "wb") as f:
+                f.write(head)
+                for chunk in chunks:
+                    f.write(chunk)
+                f.flush()
+                os.fsync(f.fileno())
+            commit(tmp, path)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    except OSError as error:
+        raise _not_written(path, error) from error
 
 
 def _damaged(file: str, why: str) -> CheckpointError:

@@ -25,9 +25,7 @@ orbax is imported when first used, so ``import phalanx`` stays fast.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -101,25 +99,6 @@ def is_checkpoint(path: Any) -> bool:
 
         return _remote.is_committed(os.fspath(path))
     return (Path(path) / META).is_dir() or _file.is_file_checkpoint(os.fspath(path))
-
-
-def remove_checkpoints(path: Any) -> None:
-    """Deletes the folder ``path`` (a checkpoint or a manager's folder), local or a URL.
-
-    Remote checkpoints lose their commit marker first, so none is ever half-visible.
-    """
-    text = as_path(path, "remove_checkpoints")
-    if not is_remote(text):
-        shutil.rmtree(text, ignore_errors=True)
-        return
-    from ..io import _fs
-    from . import _remote
-
-    loc = _fs.locate(text)
-    with contextlib.suppress(FileNotFoundError):
-        for marker in loc.fs.glob(f"{loc.path.rstrip('/')}/**/{_remote.MARKER}"):
-            loc.fs.rm(marker)
-    _remote.remove(text)
 
 
 def read_meta(path: str, reader=None) -> dict:

@@ -42,6 +42,14 @@ def _positive_or_none(value: Any, name: str) -> int | None:
 _UNSET: Any = object()
 
 
+def _check_name(name: Any, where: str) -> None:
+    if not isinstance(name, str) or not name.isidentifier():
+        raise CheckpointError(
+            f"{where}: checkpoint_name must be a simple name such as 'ckpt' (letters, digits, "
+            f"underscores), got {name!r} ({type(name).__name__})."
+        )
+
+
 def _arguments(args: tuple, directory: Any, max_to_keep: Any, checkpoint: Any) -> tuple:
     """``(directory, max_to_keep, checkpoint)`` from phalanx's order ``(directory, max_to_keep)``
     or TensorFlow's ``(checkpoint, directory, max_to_keep)``, positional or by keyword."""
@@ -61,6 +69,12 @@ def _arguments(args: tuple, directory: Any, max_to_keep: Any, checkpoint: Any) -
                 f"CheckpointManager got {name} twice: positionally and as {name}=. Give it once."
             )
         given[name] = value
+    if isinstance(given["max_to_keep"], Checkpoint):
+        raise CheckpointError(
+            "CheckpointManager got a Checkpoint as max_to_keep: phalanx's order is "
+            "CheckpointManager(directory, max_to_keep, checkpoint=...); TensorFlow's "
+            "CheckpointManager(checkpoint, directory, max_to_keep). Pass checkpoint= by keyword."
+        )
     if given["directory"] is None:
         raise CheckpointError(
             "CheckpointManager needs a directory: CheckpointManager('ckpts', max_to_keep=3, "
@@ -135,9 +149,17 @@ class CheckpointManager:
         self._max_to_keep = _positive_or_none(max_to_keep, "max_to_keep")
         keep = _positive_or_none(keep_every_n_steps, "keep_every_n_steps")
         self._interval = _positive_or_none(save_interval_steps, "save_interval_steps")
-        if not isinstance(checkpoint_name, str) or not checkpoint_name.isidentifier():
+        _check_name(checkpoint_name, "CheckpointManager")
+        if not isinstance(async_save, bool):
             raise CheckpointError(
-                f"checkpoint_name must be a simple name such as 'ckpt', got {checkpoint_name!r}."
+                f"CheckpointManager: async_save must be True or False, got {async_save!r} "
+                f"({type(async_save).__name__})."
+            )
+        if init_fn is not None and not callable(init_fn):
+            raise CheckpointError(
+                f"CheckpointManager: init_fn must be a function of no arguments (called when "
+                f"there is no checkpoint) or None, got {init_fn!r} ({type(init_fn).__name__}). "
+                "Pass the function itself, not its result."
             )
         self.checkpoint = checkpoint
         self._init_fn = init_fn
@@ -147,7 +169,7 @@ class CheckpointManager:
             checkpoint_name,
             max_to_keep=self._max_to_keep,
             keep_period=keep,
-            async_save=bool(async_save),
+            async_save=async_save,
         )
         self._last_saved = self._manager.latest_step()
 
@@ -184,6 +206,11 @@ class CheckpointManager:
           CheckpointError: the number is not a non-negative int, or not above
             the newest checkpoint's.
         """
+        if not isinstance(check_interval, bool):
+            raise CheckpointError(
+                f"CheckpointManager.save: check_interval must be True or False, got "
+                f"{check_interval!r} ({type(check_interval).__name__})."
+            )
         ckpt = self.checkpoint
         self._manager.wait_until_finished()  # the previous save, and its error
         latest = self._manager.latest_step()
@@ -191,10 +218,15 @@ class CheckpointManager:
             number = max(ckpt.save_counter, -1 if latest is None else latest) + 1
         else:
             number = checkpoint_number
-        if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+        import numpy as np
+
+        if isinstance(number, bool) or not isinstance(number, int | np.integer) or number < 0:
             raise CheckpointError(
-                f"checkpoint_number must be a non-negative int, got {checkpoint_number!r}."
+                f"CheckpointManager.save: checkpoint_number must be a non-negative int (the "
+                f"training step), got {checkpoint_number!r} ({type(checkpoint_number).__name__}); "
+                "or leave it out to number checkpoints 1, 2, 3 ..."
             )
+        number = int(number)
         if latest is not None and number <= latest:
             raise CheckpointError(
                 f"CheckpointManager.save: checkpoint_number {number} is not above the newest "
@@ -208,10 +240,13 @@ class CheckpointManager:
             and number - self._last_saved < self._interval
         ):
             return None
-        ckpt.save_counter = number
-        arrays, entries = _objects.collect(ckpt._objects, ckpt._kinds)
-        meta = ckpt._meta(entries)
-        self._manager.save(number, arrays, meta)
+        counter, ckpt.save_counter = ckpt.save_counter, number
+        try:
+            arrays, entries = _objects.collect(ckpt._objects, ckpt._kinds)
+            self._manager.save(number, arrays, ckpt._meta(entries))
+        except BaseException:
+            ckpt.save_counter = counter  # a save that failed moves nothing
+            raise
         self._last_saved = number
         return self._path(number)
 
@@ -242,6 +277,11 @@ class CheckpointManager:
         """Finishes pending saves and stops the manager's threads."""
         self._manager.close()
 
+    def _remove_all(self) -> None:
+        """Deletes this manager's checkpoints, and its directory when nothing else is in it
+        (``BackupAndRestore(delete_checkpoint=True)``); other files there stay."""
+        self._manager.remove_all()
+
     def __repr__(self) -> str:
         return f"CheckpointManager({self.directory!r}, {len(self.checkpoints)} checkpoint(s))"
 
@@ -260,6 +300,12 @@ def latest_checkpoint(directory: Any, checkpoint_name: str = "ckpt") -> str | No
       True
     """
     text = _io.as_path(directory, "latest_checkpoint")
+    if not isinstance(checkpoint_name, str) or not checkpoint_name or "/" in checkpoint_name:
+        raise CheckpointError(
+            f"latest_checkpoint: checkpoint_name must be the prefix of the checkpoints' names "
+            f"('ckpt' for ckpt_3 or ckpt-3), a non-empty str without '/', got "
+            f"{checkpoint_name!r} ({type(checkpoint_name).__name__})."
+        )
     found = []  # (number, mtime, name)
     if _io.is_remote(text):
         for rank, separator in enumerate(("-", "_")):  # a tie goes to the manager's

@@ -103,10 +103,31 @@ class PreemptionCheckpointHandler:
     ):
         self._save, self._wait = _saver(checkpoint, checkpoint_dir)
         config = _check_config(termination_config, exit_fn)
-        if isinstance(exit_code, bool) or not isinstance(exit_code, int):
-            raise CheckpointError(f"exit_code must be an int, got {exit_code!r}.")
+        if (
+            isinstance(exit_code, bool)
+            or not isinstance(exit_code, int)
+            or not 0 <= exit_code < 256
+        ):
+            raise CheckpointError(
+                f"PreemptionCheckpointHandler: exit_code must be a process exit status, an int "
+                f"in [0, 255], got {exit_code!r} ({type(exit_code).__name__}). Default: "
+                f"{RESTARTABLE_EXIT_CODE} (RESTARTABLE_EXIT_CODE), which phalanx's launcher restarts."
+            )
         if exit_fn is not None and not callable(exit_fn):
-            raise CheckpointError(f"exit_fn must be a function of the exit code, got {exit_fn!r}.")
+            raise CheckpointError(
+                f"PreemptionCheckpointHandler: exit_fn must be a function of the exit code, got "
+                f"{exit_fn!r} ({type(exit_fn).__name__}). Pass the function itself."
+            )
+        if timeout_s is not None and (
+            isinstance(timeout_s, bool)
+            or not isinstance(timeout_s, int | float)
+            or not 0 < timeout_s < float("inf")
+        ):
+            raise CheckpointError(
+                f"PreemptionCheckpointHandler: timeout_s must be a positive number of seconds "
+                f"(each agreement's deadline) or None (the cluster watchdog's), got "
+                f"{timeout_s!r} ({type(timeout_s).__name__})."
+            )
         sigs = termination_signals(signals)
         self._config = config
         self._exit_code = exit_code
@@ -259,9 +280,15 @@ def _saver(checkpoint: Any, checkpoint_dir: Any) -> tuple[Callable, Callable]:
         return checkpoint.save, checkpoint.wait_until_finished
     if isinstance(checkpoint, Checkpoint) and checkpoint_dir is not None:
         from ..io import gfile
+        from . import _io
         from ._io import as_path
 
-        as_path(checkpoint_dir, "PreemptionCheckpointHandler's checkpoint_dir")  # checked
+        text = as_path(checkpoint_dir, "PreemptionCheckpointHandler's checkpoint_dir")
+        if not _io.is_remote(text) and os.path.lexists(text) and not os.path.isdir(text):
+            raise CheckpointError(  # now, not when the notice comes and the save must succeed
+                f"PreemptionCheckpointHandler: checkpoint_dir {text!r} is a file, not a folder. "
+                "Give the folder its checkpoints go in (created if missing)."
+            )
         prefix = gfile.join(os.fspath(checkpoint_dir), "ckpt")  # a URL stays a URL
         return (lambda: checkpoint.save(prefix)), checkpoint.wait_until_finished
     raise CheckpointError(

@@ -238,6 +238,23 @@ def _reads(path: str, text: str) -> bool:
         return False
 
 
+def _failure(step: Callable[..., Any], *args: Any) -> BaseException | None:
+    """``step(*args)``'s error, or None; raised at once with one process (nobody waits)."""
+    try:
+        step(*args)
+    except Exception as error:
+        if _processes()[1] == 1:
+            raise
+        return error
+    return None
+
+
+def _write_marker(url: str, text: str) -> None:
+    loc = _locate(join(url, MARKER))
+    with loc.fs.open(loc.path, "wb") as f:
+        f.write(text.encode())
+
+
 class RemoteWriter:
     """Writes checkpoints to URLs: orbax into a local staging folder, then upload and commit.
 
@@ -322,20 +339,16 @@ class RemoteWriter:
         ``write``: process 0 writing alone; it writes ``local`` after the URL is cleared and
         uploads every file.
         """
-        from ..cluster import _agree
-
         me, n = _processes()
         timeout = _agree_timeout()
         try:
-            if me == 0:
-                remove(url)
-            _agree.all_have(f"{tag}/cleared", True, timeout_s=timeout)
+            # Process 0's steps answer their agreement even when they fail, so that the
+            # others raise its error at once rather than at the agreement's deadline.
+            _background.agree(f"{tag}/cleared", _failure(remove, url) if me == 0 else None, url)
             count = self._upload_agreed(local, url, f"{tag}/uploaded", timeout, write)
-            if me == 0:
-                loc = _locate(join(url, MARKER))
-                with loc.fs.open(loc.path, "wb") as f:
-                    f.write(f"{count} files from process 0 of {n}\n".encode())
-            _agree.all_have(f"{tag}/committed", True, timeout_s=timeout)
+            text = f"{count} files from process 0 of {n}\n"
+            marker = _failure(_write_marker, url, text) if me == 0 else None
+            _background.agree(f"{tag}/committed", marker, url)
             if after_commit is not None and me == 0:
                 after_commit()
         finally:
@@ -424,6 +437,17 @@ class RemoteSteps:
         committed = [n for n in every if is_committed(self.path(n))]
         for number in to_delete(every, committed, self._max_to_keep, self._keep_period):
             remove(self.path(number))
+
+    def remove_all(self) -> None:
+        """Deletes every checkpoint of this manager (committed or not), then the folder if that
+        leaves it empty; other objects there stay."""
+        for number in numbered(self.directory, self._name, committed_only=False):
+            remove(self.path(number))
+        loc = _locate(self.directory)
+        loc.fs.invalidate_cache(loc.path)
+        with contextlib.suppress(OSError):  # FileNotFoundError: an object store's "folder"
+            if not loc.fs.ls(loc.path, detail=False):
+                loc.fs.rmdir(loc.path)
 
     def wait_until_finished(self) -> None:
         """Waits for the save in progress (and raises its error)."""

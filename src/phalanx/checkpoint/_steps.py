@@ -13,10 +13,19 @@ below the newest. ``_remote.RemoteSteps`` applies the same policy to URLs.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import re
 import shutil
 
+from ..errors import CheckpointError, CheckpointWriteError
 from . import _background, _io
+
+log = logging.getLogger("phalanx")
+
+#: What a save or a delete killed mid-way leaves after ``<name>_<n>``.
+_LEFTOVERS = r"\.(?:phalanx-tmp-|orbax-checkpoint-tmp-)"
 
 
 def to_delete(
@@ -44,8 +53,21 @@ class LocalSteps:
     """Numbered checkpoints in the local folder ``directory`` (module docs)."""
 
     def __init__(self, directory: str, name: str, *, max_to_keep, keep_period, async_save):
-        os.makedirs(directory, exist_ok=True)
+        if os.path.lexists(directory) and not os.path.isdir(directory):
+            raise CheckpointError(
+                f"CheckpointManager: directory {directory!r} is a file, not a folder. Give the "
+                "folder its checkpoints go in (created if missing)."
+            )
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as error:
+            raise CheckpointWriteError(
+                f"CheckpointManager could not create its directory {directory!r} "
+                f"({type(error).__name__}: {error}). Give a folder you can write to."
+            ) from error
         self.directory = directory
+        # Only these are the manager's: other files named alike (ckpt_1.txt) are never deleted.
+        self._entry = re.compile(rf"{re.escape(name)}_([0-9]+)(?:{_LEFTOVERS}.*)?", re.DOTALL)
         self._name = name
         self._max_to_keep = max_to_keep
         self._keep_period = keep_period
@@ -64,9 +86,9 @@ class LocalSteps:
             return {}
         found: dict[int, list[str]] = {}
         for entry in entries:
-            prefix, _, number = entry.split(".", 1)[0].rpartition("_")
-            if prefix == self._name and number.isdigit():
-                found.setdefault(int(number), []).append(entry)
+            match = self._entry.fullmatch(entry)
+            if match and os.path.isdir(os.path.join(self.directory, entry)):
+                found.setdefault(int(match.group(1)), []).append(entry)
         return found
 
     def _committed(self, found: dict[int, list[str]]) -> list[int]:
@@ -90,11 +112,28 @@ class LocalSteps:
         self._writer.save(self.path(number), arrays, meta, after_commit=self._delete_old)
 
     def _delete_old(self) -> None:
-        found = self._found()
+        try:
+            found = self._found()
+        except OSError as error:  # the new checkpoint is committed: that save succeeded
+            log.warning(
+                "CheckpointManager could not list %r to delete old checkpoints: %s",
+                self.directory,
+                error,
+            )
+            return
         committed = self._committed(found)
         for number in to_delete(sorted(found), committed, self._max_to_keep, self._keep_period):
             for entry in found[number]:
                 _remove(os.path.join(self.directory, entry))
+
+    def remove_all(self) -> None:
+        """Deletes every checkpoint of this manager (and leftovers), then the folder if that
+        leaves it empty; other files there stay."""
+        for entries in self._found().values():
+            for entry in entries:
+                _remove(os.path.join(self.directory, entry))
+        with contextlib.suppress(OSError):  # not empty: the user's files stay, and it with them
+            os.rmdir(self.directory)
 
     def wait_until_finished(self) -> None:
         """Waits for the save in progress (and raises its error)."""
