@@ -230,6 +230,46 @@ class Dataset:
         return ZipDataset(datasets)
 
     @staticmethod
+    def choose_from_datasets(
+        datasets: list[Dataset], choice_dataset: Dataset, stop_on_empty_dataset: bool = True
+    ) -> Dataset:
+        """For each int64 index of ``choice_dataset``, the next element of ``datasets[index]``.
+
+        When the chosen dataset is used up, iteration ends (``stop_on_empty_dataset=True``)
+        or the index is skipped (``False``; it ends when all are used up), as tf.data.
+
+        Example:
+          >>> choice = Dataset.range(2).repeat(2)
+          >>> [int(x) for x in Dataset.choose_from_datasets(
+          ...     [Dataset.range(2), Dataset.range(10, 12)], choice)]
+          [0, 10, 1, 11]
+        """
+        from ._choose import choose_from_datasets
+
+        return choose_from_datasets(datasets, choice_dataset, stop_on_empty_dataset)
+
+    @staticmethod
+    def sample_from_datasets(
+        datasets: list[Dataset],
+        weights: Any = None,
+        seed: int | None = None,
+        stop_on_empty_dataset: bool = False,
+        rerandomize_each_iteration: bool | None = None,
+    ) -> Dataset:
+        """Elements drawn at random from ``datasets``, dataset ``i`` with probability
+        ``weights[i]`` (uniform by default), each dataset's elements in their order.
+
+        A used-up dataset is not drawn again (``stop_on_empty_dataset=False``) or ends the
+        iteration (``True``). The draws depend on ``seed`` only (or on the pipeline's seed,
+        as unseeded shuffles); ``rerandomize_each_iteration=True`` draws anew each epoch.
+        """
+        from ._choose import sample_from_datasets
+
+        return sample_from_datasets(
+            datasets, weights, seed, stop_on_empty_dataset, rerandomize_each_iteration
+        )
+
+    @staticmethod
     def list_files(
         file_pattern: str | list[str], shuffle: bool | None = None, seed: int | None = None
     ) -> Dataset:
@@ -273,6 +313,13 @@ class Dataset:
 
         check_callable("predicate", predicate, "filter", "a function element -> bool")
         return FilterDataset(self, predicate)
+
+    def take_while(self, predicate: Callable[..., Any]) -> Dataset:
+        """The elements up to (not including) the first for which ``predicate`` is false."""
+        from ._map import TakeWhileDataset
+
+        check_callable("predicate", predicate, "take_while", "a function element -> bool")
+        return TakeWhileDataset(self, predicate)
 
     def shuffle(
         self, buffer_size: int, seed: int | None = None, reshuffle_each_iteration: bool = True

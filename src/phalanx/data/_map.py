@@ -289,14 +289,51 @@ class _FilterIterator(_MapIterator):
     def __next__(self):
         while True:
             x = next(self.child)
-            keep = np.asarray(st.call_unpacked(self.pred, x))
-            if keep.shape != () or keep.dtype != np.bool_:
-                raise TypeError(
-                    f"filter: the predicate must return a scalar bool, got {keep.dtype.name} of shape "
-                    f"{keep.shape}. Reduce it, e.g. with np.all(...) or a comparison."
-                )
-            if keep:
+            if _predicate(self.pred, x, "filter"):
                 return x
+
+
+def _predicate(pred, x, method: str) -> bool:
+    """``pred(x)`` (a tuple unpacked), which must be a scalar bool."""
+    keep = np.asarray(st.call_unpacked(pred, x))
+    if keep.shape != () or keep.dtype != np.bool_:
+        raise TypeError(
+            f"{method}: the predicate must return a scalar bool, got {keep.dtype.name} of shape "
+            f"{keep.shape}. Reduce it, e.g. with np.all(...) or a comparison."
+        )
+    return bool(keep)
+
+
+class TakeWhileDataset(FilterDataset):
+    """``Dataset.take_while``."""
+
+    def _iterator(self, ctx):
+        return _TakeWhileIterator(self._input._iterator(ctx), self._pred)
+
+    def _cardinality(self) -> int:
+        return UNKNOWN_CARDINALITY  # TensorFlow's, even over an infinite input
+
+
+class _TakeWhileIterator(_MapIterator):
+    def __init__(self, child, pred):
+        self.child, self.pred = child, pred
+        self.ended = False
+
+    def __next__(self):
+        if self.ended:
+            raise StopIteration
+        x = next(self.child)
+        if _predicate(self.pred, x, "take_while"):
+            return x
+        self.ended = True
+        raise StopIteration
+
+    def get_state(self):
+        return {"child": self.child.get_state(), "ended": self.ended}
+
+    def set_state(self, state):
+        self.child.set_state(state["child"])
+        self.ended = bool(state.get("ended", False))
 
 
 class RepeatDataset(Dataset):

@@ -44,6 +44,28 @@ def cardinality(dataset: Any) -> int:
     return dataset.cardinality()
 
 
+def choose_from_datasets(
+    datasets: Any, choice_dataset: Any, stop_on_empty_dataset: bool = False
+) -> Any:
+    """``tf.data.experimental.choose_from_datasets``: ``Dataset.choose_from_datasets``, with
+    that function's default ``stop_on_empty_dataset=False`` (the method's is True)."""
+    from ._choose import choose_from_datasets as choose
+
+    return choose(datasets, choice_dataset, stop_on_empty_dataset)
+
+
+def sample_from_datasets(
+    datasets: Any,
+    weights: Any = None,
+    seed: int | None = None,
+    stop_on_empty_dataset: bool = False,
+) -> Any:
+    """``tf.data.experimental.sample_from_datasets``: ``Dataset.sample_from_datasets``."""
+    from ._choose import sample_from_datasets as sample
+
+    return sample(datasets, weights, seed, stop_on_empty_dataset)
+
+
 def unique() -> Any:
     """``tf.data.experimental.unique()``: the transformation ``ds.apply`` takes for ``ds.unique()``.
 
@@ -77,5 +99,7 @@ __all__ = [
     "AutoShardPolicy",
     "DistributeOptions",
     "cardinality",
+    "choose_from_datasets",
+    "sample_from_datasets",
     "unique",
 ]
