@@ -120,6 +120,23 @@ def _layer_dtype(owner: str, dtype: Any) -> Any:
         ) from None
 
 
+#: The weight names Keras layers expose as attributes (``Layer.__getattr__``).
+_WEIGHT_NAMES = frozenset(
+    (
+        "kernel",
+        "bias",
+        "gamma",
+        "beta",
+        "moving_mean",
+        "moving_variance",
+        "embeddings",
+        "depthwise_kernel",
+        "pointwise_kernel",
+        "recurrent_kernel",
+    )
+)
+
+
 class Layer(Regularized, nnx.Module):
     """Base class of phalanx's Keras-style layers.
 
@@ -333,6 +350,26 @@ class Layer(Regularized, nnx.Module):
             elif callable(value) and not isinstance(value, nnx.Module):
                 config[key] = getattr(value, "__name__", type(value).__name__)
         return config
+
+    def __getattr__(self, name: str) -> Any:
+        """Keras's weight attributes (``layer.kernel``, ``.bias``, ``.moving_variance`` ...):
+        the layer's own weight of that name, a live view as in ``weights``.
+
+        Only called when normal lookup fails, and only for Keras's weight names.
+        """
+        if name in _WEIGHT_NAMES and not name.startswith("_"):
+            built = self.__dict__.get("built")
+            if built is False:
+                raise AttributeError(
+                    f"You must build the layer before accessing `{name}` (call it on a batch, "
+                    "or build the model: model.build((None, ...)))."
+                )
+            if built:
+                prefix = f"{self.__dict__.get('name')}/"
+                for weight in self.weights:
+                    if weight.path == prefix + name:
+                        return weight
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def weights(self) -> list:
