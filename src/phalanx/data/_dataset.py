@@ -14,6 +14,8 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
+
 from ..errors import DatasetArgumentError, DatasetTypeError
 from . import _structure as st
 from ._iterator import Iterator, IterCtx, RandomAccess, new_root_seed
@@ -230,6 +232,14 @@ class Dataset:
         return ZipDataset(datasets)
 
     @staticmethod
+    def counter(start: int = 0, step: int = 1, dtype: Any = "int64") -> Dataset:
+        """``start``, ``start + step``, ... without end (tf.data's ``counter``)."""
+        start = check_int("start", start, "counter")
+        step = check_int("step", step, "counter")
+        kind = np.dtype(dtype).type
+        return Dataset.range(1).repeat().enumerate().map(lambda i, _: kind(start + i * step))
+
+    @staticmethod
     def choose_from_datasets(
         datasets: list[Dataset], choice_dataset: Dataset, stop_on_empty_dataset: bool = True
     ) -> Dataset:
@@ -313,6 +323,23 @@ class Dataset:
 
         check_callable("predicate", predicate, "filter", "a function element -> bool")
         return FilterDataset(self, predicate)
+
+    def scan(self, initial_state: Any, scan_func: Callable[[Any, Any], Any]) -> Dataset:
+        """Carry a state over the elements: ``scan_func(state, element)`` returns
+        ``(new_state, output)``; the outputs are the new dataset (tf.data's ``scan``).
+
+        The element is passed whole, as ``reduce``; the new state keeps the initial state's
+        structure and dtypes.
+
+        Example:
+          >>> import numpy as np
+          >>> [int(x) for x in Dataset.range(5).scan(np.int64(0), lambda s, x: (s + x, s + x))]
+          [0, 1, 3, 6, 10]
+        """
+        from ._scan import ScanDataset
+
+        check_callable("scan_func", scan_func, "scan", "a function (state, element)")
+        return ScanDataset(self, initial_state, scan_func)
 
     def take_while(self, predicate: Callable[..., Any]) -> Dataset:
         """The elements up to (not including) the first for which ``predicate`` is false."""
