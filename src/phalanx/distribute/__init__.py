@@ -6,6 +6,10 @@ from ._context import get_replica_context as get_replica_context
 from ._context import get_strategy as get_strategy
 from ._context import has_strategy as has_strategy
 from ._context import in_cross_replica_context as in_cross_replica_context
+from ._cross_device_ops import CrossDeviceOps as CrossDeviceOps
+from ._cross_device_ops import HierarchicalCopyAllReduce as HierarchicalCopyAllReduce
+from ._cross_device_ops import NcclAllReduce as NcclAllReduce
+from ._cross_device_ops import ReductionToOneDevice as ReductionToOneDevice
 from ._devices import device as device
 from ._devices import resolve_device as resolve_device
 from ._input import DistributedDataset as DistributedDataset
@@ -36,7 +40,11 @@ __all__ = [
     "experimental",
     "CommunicationImplementation",
     "CommunicationOptions",
+    "CrossDeviceOps",
+    "HierarchicalCopyAllReduce",
     "MultiWorkerMirroredStrategy",
+    "NcclAllReduce",
+    "ReductionToOneDevice",
     "TPUStrategy",
     "DeviceMesh",
     "DistributedDataset",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ._cross_device_ops import CrossDeviceOps, check_cross_device_ops
 from ._devices import DeviceSpec, resolve_devices
 from ._strategy import Strategy
 
@@ -21,6 +22,10 @@ class MirroredStrategy(Strategy):
     Args:
       devices: the devices (``jax.Device`` s, local indices, or strings such as
         ``"/gpu:0"``); None for every local device.
+      cross_device_ops: TensorFlow's all-reduce choice (``NcclAllReduce()``,
+        ``HierarchicalCopyAllReduce()``, ``ReductionToOneDevice()``), accepted and
+        kept as ``strategy.cross_device_ops``; XLA chooses the all-reduce, the sums are
+        the same.
       shard_parameters: keep parameters and optimizer state split over the
         replicas (ZeRO-3 / FSDP): each device stores ``1/N`` of them, gathered for
         compute; same results as replicated (phalanx only; see
@@ -40,10 +45,15 @@ class MirroredStrategy(Strategy):
     """
 
     def __init__(
-        self, devices: Sequence[DeviceSpec] | None = None, *, shard_parameters: bool = False
+        self,
+        devices: Sequence[DeviceSpec] | None = None,
+        cross_device_ops: CrossDeviceOps | None = None,
+        *,
+        shard_parameters: bool = False,
     ):
         from ..cluster import cpu_device_count_from_env, set_cpu_device_count
 
+        self.cross_device_ops = check_cross_device_ops(cross_device_ops)
         simulated = cpu_device_count_from_env()
         if simulated is not None:
             set_cpu_device_count(simulated)
