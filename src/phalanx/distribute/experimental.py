@@ -15,6 +15,7 @@ Example:
 
 from typing import Any
 
+from ._central_storage import CentralStorageStrategy as CentralStorageStrategy
 from ._multi_worker import CommunicationImplementation as CommunicationImplementation
 from ._multi_worker import CommunicationOptions as CommunicationOptions
 from ._multi_worker import MultiWorkerMirroredStrategy as MultiWorkerMirroredStrategy
@@ -25,6 +26,7 @@ from ._tpu import TPUStrategy as TPUStrategy
 _FROM_CHECKPOINT = ("PreemptionCheckpointHandler", "TerminationConfig")
 
 __all__ = [
+    "CentralStorageStrategy",
     "CommunicationImplementation",
     "CommunicationOptions",
     "MultiWorkerMirroredStrategy",
