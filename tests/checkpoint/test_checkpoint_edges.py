@@ -301,3 +301,13 @@ def test_a_finished_backup_deletes_its_checkpoints_not_the_files_beside_them(tmp
     alone = tmp_path / "alone"  # a folder of its own goes, as in Keras
     model.fit(X, Y, batch_size=8, callbacks=[phalanx.callbacks.BackupAndRestore(alone)], verbose=0)
     assert not alone.exists()
+
+
+def test_a_folder_holding_a_meta_folder_is_not_taken_for_an_orbax_checkpoint(tmp_path):
+    """It was listed by latest_checkpoint and its restore raised orbax's FileNotFoundError."""
+    from phalanx.errors import CheckpointNotFoundError
+
+    (tmp_path / "ckpt-1" / "meta").mkdir(parents=True)
+    assert latest_checkpoint(tmp_path) is None
+    with pytest.raises(CheckpointNotFoundError, match=r"No checkpoint at '.*ckpt-1'"):
+        Checkpoint(model=_model()).restore(tmp_path / "ckpt-1")

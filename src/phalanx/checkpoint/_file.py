@@ -124,9 +124,10 @@ def commit(tmp: str, path: str) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _holds_checkpoint(path: str) -> bool:
-    """Whether the folder ``path`` is a checkpoint: this format, or orbax's composite (its
-    ``meta`` item's JSON file; a user's folder with a ``meta`` folder is not one)."""
+def holds_checkpoint(path: str) -> bool:
+    """Whether the local folder ``path`` is a committed checkpoint: this format, or orbax's
+    composite (its ``meta`` item's JSON file, ``meta/metadata``: a folder that merely holds
+    a ``meta`` folder is not one)."""
     return is_file_checkpoint(path) or os.path.isfile(os.path.join(path, "meta", "metadata"))
 
 
@@ -158,7 +159,7 @@ def check_target(path: str) -> None:
             f"Cannot write the checkpoint {path!r}: a file of that name exists. A checkpoint "
             "is a folder; give another path (or delete the file)."
         )
-    if os.listdir(path) and not _holds_checkpoint(path):
+    if os.listdir(path) and not holds_checkpoint(path):
         raise CheckpointError(
             f"Cannot write the checkpoint {path!r}: that folder holds files that are not a "
             f"checkpoint ({sorted(os.listdir(path))[:5]}), which a save would delete. Give a "

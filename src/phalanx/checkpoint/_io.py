@@ -98,7 +98,7 @@ def is_checkpoint(path: Any) -> bool:
         from . import _remote
 
         return _remote.is_committed(os.fspath(path))
-    return (Path(path) / META).is_dir() or _file.is_file_checkpoint(os.fspath(path))
+    return _file.holds_checkpoint(os.fspath(path))
 
 
 def read_meta(path: str, reader=None) -> dict:
