@@ -182,13 +182,15 @@ class DistributedDataset:
         return self._dataset.cardinality()
 
     def __iter__(self) -> DistributedIterator:
-        return DistributedIterator(
+        it = DistributedIterator(
             self._strategy,
             iter(self._dataset),
             self._options,
             self._per_process_batch,
             stack=self._stack,
         )
+        it._dataset = self
+        return it
 
     _stack: int | None = None
 
@@ -316,9 +318,35 @@ class DistributedIterator:
     def __iter__(self) -> DistributedIterator:
         return self
 
+    _dataset: DistributedDataset | None = None
+
+    @property
+    def element_spec(self) -> Any:
+        """The element spec of the dataset iterated (``DistributedDataset.element_spec``)."""
+        if self._dataset is None:
+            raise AttributeError("This iterator was not made by iter(dist_dataset).")
+        return self._dataset.element_spec
+
     def get_next(self) -> Any:
         """Returns the next global batch; raises ``StopIteration`` at the end."""
         return next(self)
+
+    def get_next_as_optional(self) -> Optional:
+        """The next global batch as an ``Optional``: empty at the end instead of
+        ``StopIteration`` (``tf.distribute.DistributedIterator.get_next_as_optional``).
+
+        Example loop, as TensorFlow's guide writes it::
+
+            while True:
+                optional = iterator.get_next_as_optional()
+                if not optional.has_value():
+                    break
+                strategy.run(step_fn, args=(optional.get_value(),))
+        """
+        try:
+            return Optional(next(self))
+        except StopIteration:
+            return Optional()
 
     def __next__(self) -> Any:
         return next(self._it)
@@ -356,6 +384,36 @@ class DistributedIterator:
         """Stops the background thread (it also stops when the iterator is dropped)."""
         if self._it is not self._source:
             self._it.close()
+
+
+_EMPTY = object()
+
+
+class Optional:
+    """A value or nothing (``tf.experimental.Optional``): what ``get_next_as_optional`` returns."""
+
+    def __init__(self, value: Any = _EMPTY):
+        self._value = value
+
+    def has_value(self) -> bool:
+        """Whether there is a value (False at the end of the data)."""
+        return self._value is not _EMPTY
+
+    def get_value(self) -> Any:
+        """The value.
+
+        Raises:
+          DistributedValueError: there is none (check ``has_value()`` first).
+        """
+        if self._value is _EMPTY:
+            raise DistributedValueError(
+                "This Optional has no value (the iterator reached the end of the data); check "
+                "optional.has_value() before optional.get_value()."
+            )
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Optional(<value>)" if self.has_value() else "Optional(<empty>)"
 
 
 class _ReplicaBatches(Dataset):
