@@ -57,6 +57,49 @@ class ThreadingOptions:
         self.max_intra_op_parallelism: int | None = None
 
 
+class OptimizationOptions:
+    """Graph-optimization switches (``options.experimental_optimization``), as TensorFlow's.
+
+    Accepted and kept; they change nothing: phalanx's pipeline runs as written
+    (``map(num_parallel_calls=...)`` and ``prefetch`` are its parallelism).
+    """
+
+    def __init__(self) -> None:
+        for name in _OPTIMIZATIONS:
+            setattr(self, name, None)
+
+
+_OPTIMIZATIONS = (
+    "apply_default_optimizations",
+    "filter_fusion",
+    "filter_parallelization",
+    "inject_prefetch",
+    "map_and_batch_fusion",
+    "map_and_filter_fusion",
+    "map_fusion",
+    "map_parallelization",
+    "noop_elimination",
+    "parallel_batch",
+    "seq_interleave_prefetch",
+    "shuffle_and_repeat_fusion",
+)
+
+
+class AutotuneOptions:
+    """Autotuning settings (``options.autotune``), as TensorFlow's; accepted and kept.
+
+    ``AUTOTUNE`` arguments already pick phalanx's sizes; these change nothing.
+    """
+
+    def __init__(self) -> None:
+        self.enabled: bool | None = None
+        self.cpu_budget: int | None = None
+        self.ram_budget: int | None = None
+        self.autotune_algorithm: Any = None
+        self.initial_parallelism: int | None = None
+        self.min_parallelism: int | None = None
+
+
 class Options:
     """Options of a pipeline, set with ``Dataset.with_options``, as ``tf.data.Options``.
 
@@ -73,6 +116,13 @@ class Options:
         self.deterministic: bool | None = None
         self.experimental_distribute = DistributeOptions()
         self.threading = ThreadingOptions()
+        self.experimental_optimization = OptimizationOptions()
+        self.autotune = AutotuneOptions()
+
+    @property
+    def experimental_threading(self) -> ThreadingOptions:
+        """Alias of ``threading`` (TensorFlow's older name)."""
+        return self.threading
 
     @property
     def experimental_deterministic(self) -> bool | None:
@@ -103,7 +153,7 @@ def _leaves(options: Options) -> list[tuple[tuple[str, ...], Any]]:
     out = []
     for name in ("deterministic",):
         out.append(((name,), getattr(options, name)))
-    for group in ("experimental_distribute", "threading"):
+    for group in ("experimental_distribute", "threading", "experimental_optimization", "autotune"):
         for k, v in sorted(vars(getattr(options, group)).items()):
             out.append(((group, k), v))
     return out

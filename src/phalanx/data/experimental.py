@@ -18,7 +18,10 @@ from ._options import AUTOTUNE as AUTOTUNE
 from ._options import INFINITE_CARDINALITY as INFINITE_CARDINALITY
 from ._options import UNKNOWN_CARDINALITY as UNKNOWN_CARDINALITY
 from ._options import AutoShardPolicy as AutoShardPolicy
+from ._options import AutotuneOptions as AutotuneOptions
 from ._options import DistributeOptions as DistributeOptions
+from ._options import OptimizationOptions as OptimizationOptions
+from ._options import ThreadingOptions as ThreadingOptions
 
 
 def cardinality(dataset: Any) -> int:
@@ -66,6 +69,107 @@ def sample_from_datasets(
     return sample(datasets, weights, seed, stop_on_empty_dataset)
 
 
+def _transformation(name: str, apply: Any) -> Any:
+    """A function ``Dataset -> Dataset`` for ``ds.apply``, refusing anything else."""
+
+    def _apply(dataset: Any) -> Any:
+        from ._dataset import Dataset
+
+        if not isinstance(dataset, Dataset):
+            raise DatasetTypeError(
+                f"{name}(...) transforms a phalanx.data.Dataset, got {type(dataset).__name__}; "
+                f"use it as ds.apply(phalanx.data.experimental.{name}(...))."
+            )
+        return apply(dataset)
+
+    return _apply
+
+
+def map_and_batch(
+    map_func: Any,
+    batch_size: int,
+    num_parallel_batches: int | None = None,
+    drop_remainder: bool = False,
+    num_parallel_calls: int | None = None,
+) -> Any:
+    """``ds.apply(map_and_batch(f, n))``: ``ds.map(f).batch(n)``, as TensorFlow's fused op.
+
+    Example:
+      >>> import phalanx
+      >>> ds = phalanx.data.Dataset.range(6).apply(map_and_batch(lambda x: x * 2, 4))
+      >>> [b.tolist() for b in ds]
+      [[0, 2, 4, 6], [8, 10]]
+    """
+    calls = num_parallel_calls if num_parallel_calls is not None else num_parallel_batches
+    return _transformation(
+        "map_and_batch",
+        lambda ds: ds.map(map_func, num_parallel_calls=calls).batch(
+            batch_size, drop_remainder=drop_remainder
+        ),
+    )
+
+
+def shuffle_and_repeat(buffer_size: int, count: int | None = None, seed: int | None = None) -> Any:
+    """``ds.shuffle(buffer_size, seed, reshuffle_each_iteration=True).repeat(count)``."""
+    return _transformation(
+        "shuffle_and_repeat",
+        lambda ds: ds.shuffle(buffer_size, seed=seed, reshuffle_each_iteration=True).repeat(count),
+    )
+
+
+def parallel_interleave(
+    map_func: Any,
+    cycle_length: int,
+    block_length: int = 1,
+    sloppy: bool | None = False,
+    buffer_output_elements: int | None = None,
+    prefetch_input_elements: int | None = None,
+) -> Any:
+    """``ds.interleave(map_func, cycle_length, block_length)`` read in parallel; the order is
+    ``interleave``'s unless ``sloppy=True`` (then any order, as TensorFlow)."""
+    return _transformation(
+        "parallel_interleave",
+        lambda ds: ds.interleave(
+            map_func,
+            cycle_length=cycle_length,
+            block_length=block_length,
+            num_parallel_calls=cycle_length,
+            deterministic=not sloppy,
+        ),
+    )
+
+
+def enumerate_dataset(start: int = 0) -> Any:
+    """``ds.enumerate(start)``."""
+    return _transformation("enumerate_dataset", lambda ds: ds.enumerate(start))
+
+
+def scan(initial_state: Any, scan_func: Any) -> Any:
+    """``ds.scan(initial_state, scan_func)``."""
+    return _transformation("scan", lambda ds: ds.scan(initial_state, scan_func))
+
+
+def take_while(predicate: Any) -> Any:
+    """``ds.take_while(predicate)``."""
+    return _transformation("take_while", lambda ds: ds.take_while(predicate))
+
+
+def unbatch() -> Any:
+    """``ds.unbatch()``."""
+    return _transformation("unbatch", lambda ds: ds.unbatch())
+
+
+def get_single_element(dataset: Any) -> Any:
+    """``dataset.get_single_element()``."""
+    from ._dataset import Dataset
+
+    if not isinstance(dataset, Dataset):
+        raise DatasetTypeError(
+            f"get_single_element expects a phalanx.data.Dataset, got {type(dataset).__name__}."
+        )
+    return dataset.get_single_element()
+
+
 def unique() -> Any:
     """``tf.data.experimental.unique()``: the transformation ``ds.apply`` takes for ``ds.unique()``.
 
@@ -97,9 +201,20 @@ __all__ = [
     "INFINITE_CARDINALITY",
     "UNKNOWN_CARDINALITY",
     "AutoShardPolicy",
+    "AutotuneOptions",
     "DistributeOptions",
+    "OptimizationOptions",
+    "ThreadingOptions",
     "cardinality",
     "choose_from_datasets",
+    "enumerate_dataset",
+    "get_single_element",
+    "map_and_batch",
+    "parallel_interleave",
     "sample_from_datasets",
+    "scan",
+    "shuffle_and_repeat",
+    "take_while",
+    "unbatch",
     "unique",
 ]
