@@ -311,3 +311,41 @@ def test_a_folder_holding_a_meta_folder_is_not_taken_for_an_orbax_checkpoint(tmp
     assert latest_checkpoint(tmp_path) is None
     with pytest.raises(CheckpointNotFoundError, match=r"No checkpoint at '.*ckpt-1'"):
         Checkpoint(model=_model()).restore(tmp_path / "ckpt-1")
+
+
+@pytest.mark.parametrize("where", ["local", "memory"])
+def test_old_checkpoints_that_cannot_be_deleted_do_not_fail_the_committed_save(
+    tmp_path, monkeypatch, caplog, where
+):
+    """The deletion after a commit raised on process 0 alone: a committed save reported as
+    failed ("before its commit"), and with async_save at process 0's next save only."""
+    import secrets
+
+    from phalanx.checkpoint import _remote, _steps
+
+    directory = tmp_path if where == "local" else f"memory://edges-{secrets.token_hex(4)}/m"
+    manager = CheckpointManager(directory, max_to_keep=1, checkpoint=Checkpoint(model=_trained()))
+    first = manager.save()
+
+    numbered = _remote.numbered
+
+    def refused(*args, **kwargs):  # the listing of every entry, which only the deletion makes
+        if kwargs.get("committed_only", True) is False:
+            raise PermissionError(13, "Permission denied")
+        return numbered(*args, **kwargs)
+
+    if where == "local":
+        monkeypatch.setattr(_steps, "_remove", _denied)
+    else:
+        monkeypatch.setattr(_remote, "numbered", refused)
+    with caplog.at_level("WARNING", logger="phalanx"):
+        second = manager.save()
+    assert "could not delete old ones" in caplog.text and "Permission denied" in caplog.text
+    monkeypatch.undo()
+    assert manager.latest_checkpoint == second and first in manager.checkpoints
+    manager.save()  # the next save deletes both
+    assert len(manager.checkpoints) == 1
+
+
+def _denied(path):
+    raise PermissionError(13, "Permission denied", path)

@@ -431,12 +431,13 @@ class RemoteSteps:
         self._writer.save(self.path(number), arrays, meta, after_commit=self._delete_old)
 
     def _delete_old(self) -> None:
-        from ._steps import to_delete
+        from ._steps import deleting_old, to_delete
 
-        every = numbered(self.directory, self._name, committed_only=False)  # one listing
-        committed = [n for n in every if is_committed(self.path(n))]
-        for number in to_delete(every, committed, self._max_to_keep, self._keep_period):
-            remove(self.path(number))
+        with deleting_old(self.directory):
+            every = numbered(self.directory, self._name, committed_only=False)  # one listing
+            committed = [n for n in every if is_committed(self.path(n))]
+            for number in to_delete(every, committed, self._max_to_keep, self._keep_period):
+                remove(self.path(number))
 
     def remove_all(self) -> None:
         """Deletes every checkpoint of this manager (committed or not), then the folder if that

@@ -49,6 +49,26 @@ def to_delete(
     return stale + [n for n in old if not (keep_period and n % keep_period == 0)]
 
 
+@contextlib.contextmanager
+def deleting_old(directory: str):
+    """Runs the deletion of old checkpoints after a commit; its failure is a warning.
+
+    The new checkpoint is committed: that save succeeded, and says so alike on every
+    process (an error here would be raised on process 0 alone, at its next save, while
+    the others wait for it in that save's agreement).
+    """
+    try:
+        yield
+    except Exception as error:
+        log.warning(
+            "CheckpointManager committed its new checkpoint but could not delete old ones in "
+            "%r (%s: %s); they are deleted after a later save.",
+            directory,
+            type(error).__name__,
+            error,
+        )
+
+
 class LocalSteps:
     """Numbered checkpoints in the local folder ``directory`` (module docs)."""
 
@@ -112,19 +132,12 @@ class LocalSteps:
         self._writer.save(self.path(number), arrays, meta, after_commit=self._delete_old)
 
     def _delete_old(self) -> None:
-        try:
+        with deleting_old(self.directory):
             found = self._found()
-        except OSError as error:  # the new checkpoint is committed: that save succeeded
-            log.warning(
-                "CheckpointManager could not list %r to delete old checkpoints: %s",
-                self.directory,
-                error,
-            )
-            return
-        committed = self._committed(found)
-        for number in to_delete(sorted(found), committed, self._max_to_keep, self._keep_period):
-            for entry in found[number]:
-                _remove(os.path.join(self.directory, entry))
+            committed = self._committed(found)
+            for number in to_delete(sorted(found), committed, self._max_to_keep, self._keep_period):
+                for entry in found[number]:
+                    _remove(os.path.join(self.directory, entry))
 
     def remove_all(self) -> None:
         """Deletes every checkpoint of this manager (and leftovers), then the folder if that
