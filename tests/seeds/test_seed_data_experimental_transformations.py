@@ -85,3 +85,35 @@ def test_tpu_pipeline_options_are_accepted():
     assert ds.options().autotune.ram_budget == 1 << 30
     assert sorted(int(x) for x in ds) == [1, 2, 3, 4, 5]
     assert phalanx.data.Options().experimental_optimization.map_parallelization is None
+
+
+def test_assert_cardinality_gives_a_generator_its_length():
+    rng = np.random.default_rng(0)
+    x, y = rng.random((12, 3), dtype=np.float32), rng.integers(0, 2, 12)
+
+    def gen():
+        yield from zip(x, y)
+
+    signature = (
+        phalanx.data.TensorSpec((3,), np.float32),
+        phalanx.data.TensorSpec((), np.int64),
+    )
+    ds = Dataset.from_generator(gen, output_signature=signature).batch(4)
+    assert ds.cardinality() == phalanx.data.UNKNOWN_CARDINALITY
+    known = ds.apply(E.assert_cardinality(3))
+    assert known.cardinality() == 3 and len(known) == 3
+    model = phalanx.Sequential([phalanx.layers.Input((3,)), phalanx.layers.Dense(2)])
+    model.compile(
+        optimizer="sgd", loss=phalanx.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
+    history = model.fit(known, epochs=2, verbose=0)
+    assert history.params["steps"] == 3  # TF 2.21: 3
+    with pytest.raises(ValueError, match="expected to contain 2 elements but contained at least 3"):
+        list(Dataset.range(3).assert_cardinality(2))
+    with pytest.raises(ValueError, match="expected to contain 5 elements but contained only 3"):
+        list(Dataset.range(3).assert_cardinality(5))
+    it = iter(Dataset.range(3).assert_cardinality(3))
+    next(it)
+    again = iter(Dataset.range(3).assert_cardinality(3))
+    again.set_state(it.get_state())
+    assert [int(v) for v in again] == [1, 2]

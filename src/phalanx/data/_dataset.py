@@ -552,6 +552,23 @@ class Dataset:
 
         return EnumerateDataset(self, check_int("start", start, "enumerate"))
 
+    def assert_cardinality(self, expected_cardinality: int) -> Dataset:
+        """This dataset, with ``cardinality()`` = ``expected_cardinality`` (e.g. for a generator
+        whose length Keras's progress bar should show); iterating checks the count.
+
+        Raises (while iterating):
+          DatasetArgumentError: the dataset has fewer or more elements.
+        """
+        from ._map import AssertCardinalityDataset
+
+        n = check_int("expected_cardinality", expected_cardinality, "assert_cardinality")
+        if n < 0 and n != INFINITE_CARDINALITY:
+            raise DatasetArgumentError(
+                f"assert_cardinality: expected_cardinality must be >= 0 or INFINITE_CARDINALITY "
+                f"(-1), got {n}."
+            )
+        return AssertCardinalityDataset(self, n)
+
     def apply(self, transformation_func: Callable[[Dataset], Dataset]) -> Dataset:
         """``transformation_func(self)``: chain a custom transformation."""
         check_callable(

@@ -159,6 +159,13 @@ def unbatch() -> Any:
     return _transformation("unbatch", lambda ds: ds.unbatch())
 
 
+def assert_cardinality(expected_cardinality: int) -> Any:
+    """``ds.assert_cardinality(expected_cardinality)``."""
+    return _transformation(
+        "assert_cardinality", lambda ds: ds.assert_cardinality(expected_cardinality)
+    )
+
+
 def get_single_element(dataset: Any) -> Any:
     """``dataset.get_single_element()``."""
     from ._dataset import Dataset
@@ -205,6 +212,7 @@ __all__ = [
     "DistributeOptions",
     "OptimizationOptions",
     "ThreadingOptions",
+    "assert_cardinality",
     "cardinality",
     "choose_from_datasets",
     "enumerate_dataset",
