@@ -92,7 +92,7 @@ def test_assert_cardinality_gives_a_generator_its_length():
     x, y = rng.random((12, 3), dtype=np.float32), rng.integers(0, 2, 12)
 
     def gen():
-        yield from zip(x, y)
+        yield from zip(x, y, strict=True)
 
     signature = (
         phalanx.data.TensorSpec((3,), np.float32),
