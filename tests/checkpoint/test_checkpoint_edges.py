@@ -349,3 +349,28 @@ def test_old_checkpoints_that_cannot_be_deleted_do_not_fail_the_committed_save(
 
 def _denied(path):
     raise PermissionError(13, "Permission denied", path)
+
+
+def test_a_url_holding_other_objects_is_refused_and_kept(tmp_path):
+    """A save clears its URL first: Checkpoint.write('memory://bucket/data') deleted the data."""
+    import secrets
+
+    from phalanx.io import gfile
+
+    root = f"memory://edges-{secrets.token_hex(4)}"
+    with gfile.GFile(f"{root}/data/part-0.csv", "w") as f:
+        f.write("a,b\n")
+    with gfile.GFile(f"{root}/object", "w") as f:
+        f.write("x")
+    model = _trained()
+    with pytest.raises(CheckpointError, match=r"holds objects that are not a checkpoint's"):
+        Checkpoint(model=model).write(f"{root}/data")
+    with pytest.raises(CheckpointError, match=r"an object \(a file\) of that name exists"):
+        Checkpoint(model=model).write(f"{root}/object")
+    assert gfile.exists(f"{root}/data/part-0.csv") and gfile.exists(f"{root}/object")
+    # An uncommitted leftover (no marker) and a committed checkpoint are replaced.
+    with gfile.GFile(f"{root}/ckpt/{_file.FILE}", "w") as f:
+        f.write("a killed upload")
+    path = Checkpoint(model=model).write(f"{root}/ckpt")
+    Checkpoint(model=model).write(path)
+    _restores_to(path, model)

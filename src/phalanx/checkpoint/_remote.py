@@ -9,8 +9,9 @@ processes) and phalanx uploads it through ``phalanx.io`` (fsspec), then
 commits it by writing a marker object, :data:`MARKER`, last:
 
 1. the checkpoint is written to ``<staging>/ckpt``;
-2. process 0 deletes whatever was at the URL (the marker first), and every
-   process agrees that it is gone;
+2. process 0 deletes the checkpoint that was at the URL (the marker first;
+   ``check_target`` refuses a URL holding other objects), and every process
+   agrees that it is gone (or that process 0 failed);
 3. each process uploads the files it wrote (orbax's ``ocdbt.process_<i>``
    folders; process 0 the rest) to the URL's final names, all processes agree
    that every upload succeeded, and only then process 0 writes the marker;
@@ -111,6 +112,48 @@ def remove(url: str) -> None:
     if loc.fs.exists(loc.path):
         with contextlib.suppress(FileNotFoundError):  # an object store's empty "folder"
             loc.fs.rm(loc.path, recursive=True)
+
+
+#: What a phalanx checkpoint (either format) holds at its top level, committed or not.
+_CHECKPOINT_NAMES = {
+    "state.phalanx",
+    "meta",
+    "arrays",
+    "_CHECKPOINT_METADATA",
+    "commit_success.txt",
+}
+
+
+def check_target(url: str) -> None:
+    """Refuses, before anything is deleted there, a ``url`` that holds objects other than a
+    checkpoint's (a save clears the URL first: ``gs://bucket/data`` would lose its data).
+
+    Raises:
+      CheckpointError: an object (a file) is at ``url``, or objects that no checkpoint holds.
+    """
+    loc = _locate(url)
+    loc.fs.invalidate_cache(loc.path)
+    if loc.fs.isfile(loc.path):
+        raise CheckpointError(
+            f"Cannot write the checkpoint {url!r}: an object (a file) of that name exists. A "
+            "checkpoint is a folder; give another URL (or delete the object)."
+        )
+    try:
+        names = {posixpath.basename(e.rstrip("/")) for e in loc.fs.ls(loc.path, detail=False)}
+    except FileNotFoundError:
+        return
+    other = sorted(names - _CHECKPOINT_NAMES - {MARKER})
+    if other:
+        raise CheckpointError(
+            f"Cannot write the checkpoint {url!r}: it holds objects that are not a checkpoint's "
+            f"({other[:5]}), which a save would delete. Give a new URL (Checkpoint.save numbers "
+            "them), or delete those objects first."
+        )
+
+
+def _clear(url: str) -> None:
+    check_target(url)
+    remove(url)
 
 
 def _owner(relative: str) -> int:
@@ -288,6 +331,8 @@ class RemoteWriter:
 
         self.wait_until_finished()
         _, n = _processes()
+        if n == 1:  # with several, process 0 checks it when it clears the URL (all agree)
+            check_target(url)
         host = _background.host_arrays(arrays)  # whole on the host: process 0 writes alone
         tag = f"checkpoint/{_agree.new_round()}"
         staging = _staging_folder(tag)
@@ -344,7 +389,7 @@ class RemoteWriter:
         try:
             # Process 0's steps answer their agreement even when they fail, so that the
             # others raise its error at once rather than at the agreement's deadline.
-            _background.agree(f"{tag}/cleared", _failure(remove, url) if me == 0 else None, url)
+            _background.agree(f"{tag}/cleared", _failure(_clear, url) if me == 0 else None, url)
             count = self._upload_agreed(local, url, f"{tag}/uploaded", timeout, write)
             text = f"{count} files from process 0 of {n}\n"
             marker = _failure(_write_marker, url, text) if me == 0 else None
