@@ -374,3 +374,19 @@ def test_a_url_holding_other_objects_is_refused_and_kept(tmp_path):
     path = Checkpoint(model=model).write(f"{root}/ckpt")
     Checkpoint(model=model).write(path)
     _restores_to(path, model)
+
+
+def test_a_split_save_to_a_path_with_a_bracket_is_refused_before_orbax_writes(
+    tmp_path, monkeypatch
+):
+    """orbax globbed '[x]' as a pattern, merged no process's arrays and committed a checkpoint
+    whose restore failed (tensorstore NOT_FOUND)."""
+    from phalanx.checkpoint import _background
+
+    model = _trained()
+    monkeypatch.setattr(_background, "host_arrays", lambda arrays: None)  # split over processes
+    with pytest.raises(CheckpointError, match=r"orbax cannot write a path with '\['"):
+        Checkpoint(model=model).write(tmp_path / "run[1]" / "ck")
+    assert os.listdir(tmp_path) == []
+    path = Checkpoint(model=model).write(tmp_path / "run(1) ü%" / "ck")  # others are fine
+    _restores_to(path, model)

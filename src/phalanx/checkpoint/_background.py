@@ -176,6 +176,28 @@ def agree(tag: str, failure: BaseException | None, path: str) -> None:
         ) from failure
 
 
+def same_path(tag: str, path: str) -> None:
+    """Waits until every process is saving, and checks that all save to ``path``.
+
+    Process 0 must not write before the others have chosen their path: a
+    ``CheckpointManager`` numbers a save from the checkpoints it finds, and a
+    process that looked after process 0's rename would number it one higher
+    (and report a checkpoint that does not exist).
+
+    Raises:
+      CheckpointError: the processes save to different paths (on every process alike).
+    """
+    from ..cluster import _kv
+
+    paths = _kv.gather(tag, path, timeout_s=agree_timeout(), what="the path of its checkpoint")
+    if len(set(paths)) > 1:
+        raise CheckpointError(
+            f"The processes saved a checkpoint to different paths ({dict(enumerate(paths))} by "
+            "process): every process must call save alike (the same path, or the same "
+            "CheckpointManager directory and number). Nothing was written."
+        )
+
+
 class Checkpointers:
     """orbax's ``Checkpointer`` and ``AsyncCheckpointer`` of one writer, each made once."""
 
@@ -254,25 +276,36 @@ class LocalWriter:
         try:
             me, n = processes()
             failure = None
+            if n > 1:
+                same_path(f"{tag}/path", path)
             if me == 0:
                 try:
                     _file.write(path, host, meta)
+                    if after_commit is not None:  # before the agreement: the others then
+                        after_commit()  # list what process 0 kept
                 except Exception as error:
                     if n == 1:
                         raise
                     failure = error  # every process must still answer the agreement
             if n > 1:
                 agree(tag, failure, path)
-            if after_commit is not None and me == 0:
-                after_commit()
         finally:
             self.pending = None
 
     def _save_split(self, path: str, arrays: dict, meta: dict, after_commit) -> None:
         """orbax writes arrays split over processes (each process its shards)."""
+        from ..cluster import _agree
         from . import _file, _io
 
+        same_path(f"checkpoint-split/{_agree.new_round()}/path", path)
         _file.check_target(path)  # every process sees this folder (orbax merges their files)
+        if "[" in path:  # orbax globs for the processes' folders and merges none: unreadable
+            raise CheckpointError(
+                f"Cannot write the checkpoint {path!r}: its arrays are split over processes, "
+                "which orbax-checkpoint writes, and orbax cannot write a path with '[' in it "
+                "(it finds the processes' files with a glob, misses them, and commits a "
+                "checkpoint without arrays). Give a path without '[' and ']'."
+            )
         orbax = self._orbax.get(self._async)
         orbax.save(path, args=_io.save_args(arrays, meta), force=True)
         if not self._async:
