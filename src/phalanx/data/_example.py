@@ -626,12 +626,14 @@ class Example:
 
     @classmethod
     def FromString(cls, data: bytes) -> Example:
-        """Parses a serialized Example (any valid protobuf encoding of one).
+        """Parses a serialized Example (any valid protobuf encoding of one): bytes, or a
+        record as a dataset yields it (a 0-d bytes array).
 
         Raises:
             ExampleParseError: ``data`` is not a valid encoding.
+            TypeError: ``data`` is not one record.
         """
-        data = bytes(data)
+        data = _record_bytes(data)
         features = {}
         for key, (s, e) in index_features(data).items():
             kind, regions = feature_lists(data, s, e)
@@ -648,6 +650,33 @@ class Example:
             ex.features.feature = features
         return ex
 
+    def ParseFromString(self, data: bytes) -> int:
+        """Replaces this Example with the parsed ``data`` (protobuf's method, as the TFRecord
+        tutorial calls it); returns the number of bytes read.
+
+        Raises:
+            ExampleParseError: ``data`` is not a valid encoding.
+            TypeError: ``data`` is not one record.
+        """
+        data = _record_bytes(data)
+        self.features = Example.FromString(data).features
+        return len(data)
+
+    def __str__(self) -> str:
+        """Protobuf's text format, as ``print(example)`` shows it in TensorFlow (features in
+        the record's order, where TensorFlow's protobuf prints its map in hash order)."""
+        if self.features is None:
+            return ""
+        lines = ["features {"]
+        for key, feature in self.features.feature.items():
+            lines += ["  feature {", f'    key: "{_escape(key.encode("utf-8"))}"', "    value {"]
+            if feature._kind != KIND_NONE:
+                lines.append(f"      {feature.kind} {{")
+                lines += [f"        value: {_text_value(feature._kind, v)}" for v in feature.value]
+                lines.append("      }")
+            lines += ["    }", "  }"]
+        return "\n".join([*lines, "}", ""])
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Example):
             return False
@@ -657,6 +686,55 @@ class Example:
 
     def __repr__(self) -> str:
         return f"Example(features={self.features!r})"
+
+
+def _record_bytes(data: Any) -> bytes:
+    """One serialized record as bytes: bytes-like, or a 0-d bytes array (a dataset's record)."""
+    if isinstance(data, np.ndarray):
+        if data.ndim != 0:
+            raise TypeError(
+                "Example.FromString/ParseFromString take one serialized record (bytes), got "
+                f"an array of shape {data.shape}. Parse a batch with "
+                "phalanx.data.parse_example(records, spec), or pass one record."
+            )
+        data = data.item()
+    if isinstance(data, str):
+        raise TypeError(
+            "Example.FromString/ParseFromString take one serialized record (bytes), got a str; "
+            "records are bytes (as TFRecordDataset yields them)."
+        )
+    return bytes(data)
+
+
+def _escape(value: bytes) -> str:
+    """Protobuf's C escaping of a bytes value (text format)."""
+    out = []
+    for b in value:
+        c = chr(b)
+        if c in _ESCAPES:
+            out.append(_ESCAPES[c])
+        elif 0x20 <= b < 0x7F:
+            out.append(c)
+        else:
+            out.append(f"\\{b:03o}")
+    return "".join(out)
+
+
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", '"': '\\"', "'": "\\'", "\\": "\\\\"}
+
+
+def _text_value(kind: int, value: Any) -> str:
+    if kind == KIND_BYTES:
+        return f'"{_escape(_as_bytes(value))}"'
+    if kind == KIND_INT64:
+        return str(int(value))
+    f = np.float32(value)
+    if np.isnan(f):
+        return "nan"
+    if np.isinf(f):
+        return "inf" if f > 0 else "-inf"
+    short = f"{float(f):.6g}"  # upb's rule: FLT_DIG digits when they round-trip, else 9
+    return short if np.float32(short) == f else f"{float(f):.9g}"
 
 
 def serialize_example(features: Mapping[str, Any]) -> bytes:
