@@ -108,3 +108,33 @@ def test_tutorial_reading_loop(tmp_path):
     assert Example.FromString(np.bytes_(_example().SerializeToString())) == example
     with pytest.raises(TypeError, match="one serialized record"):
         Example.FromString(np.array([b"a", b"b"], dtype=object))
+
+
+def test_tutorial_writes_a_dataset_of_records(tmp_path):
+    """``writer = tf.data.experimental.TFRecordWriter(filename); writer.write(dataset)``."""
+    feature0 = np.array([False, True, True])
+    feature1 = np.array([4, 0, 2])
+    features_dataset = phalanx.data.Dataset.from_tensor_slices((feature0, feature1))
+
+    def serialize_example(f0, f1):
+        return phalanx.data.serialize_example({"feature0": f0, "feature1": f1})
+
+    serialized_features_dataset = features_dataset.map(serialize_example)
+    filename = str(tmp_path / "test.tfrecord")
+    writer = phalanx.data.experimental.TFRecordWriter(filename)
+    writer.write(serialized_features_dataset)
+    with open(filename, "rb") as f:
+        written = f.read()
+    same = str(tmp_path / "same.tfrecord")
+    with phalanx.data.TFRecordWriter(same) as one_by_one:
+        for f0, f1 in zip(feature0, feature1, strict=True):
+            one_by_one.write(serialize_example(f0, f1))
+    with open(same, "rb") as f:
+        assert written == f.read()
+    spec = {"feature1": phalanx.data.FixedLenFeature([], np.int64, default_value=0)}
+    parsed = phalanx.data.TFRecordDataset([filename]).map(
+        lambda r: phalanx.data.parse_single_example(r, spec)
+    )
+    assert [int(p["feature1"]) for p in parsed] == [4, 0, 2]
+    with pytest.raises(TypeError, match="scalar string elements"):
+        writer.write(phalanx.data.Dataset.range(3))

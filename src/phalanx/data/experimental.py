@@ -177,6 +177,51 @@ def get_single_element(dataset: Any) -> Any:
     return dataset.get_single_element()
 
 
+class TFRecordWriter:
+    """Writes a dataset of serialized records to a TFRecord file
+    (``tf.data.experimental.TFRecordWriter(filename).write(dataset)``).
+
+    Args:
+      filename: the file to create (a local path or a URL).
+      compression_type: ``None``/``""``, ``"GZIP"`` or ``"ZLIB"``.
+
+    Example:
+      >>> import os, tempfile, phalanx
+      >>> path = os.path.join(tempfile.mkdtemp(), "x.tfrecord")
+      >>> records = phalanx.data.Dataset.from_tensor_slices([b"a", b"bc"])
+      >>> TFRecordWriter(path).write(records)
+      >>> [bytes(r) for r in phalanx.data.TFRecordDataset(path).as_numpy_iterator()]
+      [b'a', b'bc']
+    """
+
+    def __init__(self, filename: Any, compression_type: str | None = None):
+        self._filename = filename
+        self._compression = compression_type
+
+    def write(self, dataset: Any) -> None:
+        """Writes every element of ``dataset`` (scalar bytes) as one record, in order.
+
+        Raises:
+          DatasetTypeError: ``dataset`` is not a dataset of scalar strings.
+        """
+        import numpy as np
+
+        from ._dataset import Dataset
+        from ._tfrecord_io import TFRecordWriter as _FileWriter
+
+        spec = dataset.element_spec if isinstance(dataset, Dataset) else None
+        kind = getattr(getattr(spec, "dtype", None), "kind", None)
+        if kind not in ("S", "O") or getattr(spec, "shape", None) != ():
+            raise DatasetTypeError(
+                "Invalid `dataset`. Expected a `dataset` that produces scalar string elements "
+                f"(serialized records), got {spec!r}. Map the elements to bytes first, e.g. "
+                "ds.map(lambda x: phalanx.data.serialize_example({'x': x}))."
+            )
+        with _FileWriter(self._filename, self._compression) as writer:
+            for record in dataset.as_numpy_iterator():
+                writer.write(record.item() if isinstance(record, np.ndarray) else bytes(record))
+
+
 def unique() -> Any:
     """``tf.data.experimental.unique()``: the transformation ``ds.apply`` takes for ``ds.unique()``.
 
@@ -205,6 +250,7 @@ def unique() -> Any:
 
 __all__ = [
     "AUTOTUNE",
+    "TFRecordWriter",
     "INFINITE_CARDINALITY",
     "UNKNOWN_CARDINALITY",
     "AutoShardPolicy",
