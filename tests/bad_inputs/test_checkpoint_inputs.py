@@ -448,7 +448,8 @@ def test_bad_checkpoint_input(case, tmp_path):
         case.call(tmp_path)
     assert isinstance(info.value, PhalanxError), f"{type(info.value).__name__}: {info.value}"
     after = _snapshot(tmp_path)
-    after.pop("m", None)  # a manager's folder made for cases that take one
+    if case.id.startswith(("CheckpointManager.save", "PreemptionCheckpointHandler")):
+        after.pop("m", None)  # the (valid) manager's folder these cases make first
     assert after == before, "a bad input changed the folder"
     assert signal.getsignal(signal.SIGTERM) is handler, "a signal handler was installed"
     assert ckpt.save_counter == counter, "the save counter moved"
