@@ -552,6 +552,55 @@ class Dataset:
 
         return EnumerateDataset(self, check_int("start", start, "enumerate"))
 
+    def group_by_window(
+        self,
+        key_func: Callable[..., Any],
+        reduce_func: Callable[[Any, Dataset], Dataset],
+        window_size: int | None = None,
+        window_size_func: Callable[[Any], Any] | None = None,
+    ) -> Dataset:
+        """Group elements by ``key_func`` into windows of ``window_size`` (or
+        ``window_size_func(key)``); each full window, and at the end each window left in
+        ascending key order, becomes ``reduce_func(key, window_dataset)``'s elements.
+
+        Example:
+          >>> ds = Dataset.range(10).group_by_window(
+          ...     lambda x: x % 2, lambda key, window: window.batch(2), window_size=2)
+          >>> [b.tolist() for b in ds]
+          [[0, 2], [1, 3], [4, 6], [5, 7], [8], [9]]
+        """
+        from ._group import group_by_window
+
+        return group_by_window(self, key_func, reduce_func, window_size, window_size_func)
+
+    def bucket_by_sequence_length(
+        self,
+        element_length_func: Callable[..., Any],
+        bucket_boundaries: list[int],
+        bucket_batch_sizes: list[int],
+        padded_shapes: Any = None,
+        padding_values: Any = None,
+        pad_to_bucket_boundary: bool = False,
+        no_padding: bool = False,
+        drop_remainder: bool = False,
+    ) -> Dataset:
+        """Batch elements of similar length together (tf.data's recipe): bucket ``i`` holds
+        lengths in ``[bucket_boundaries[i-1], bucket_boundaries[i])`` and is padded-batched by
+        ``bucket_batch_sizes[i]``."""
+        from ._group import bucket_by_sequence_length
+
+        return bucket_by_sequence_length(
+            self,
+            element_length_func,
+            bucket_boundaries,
+            bucket_batch_sizes,
+            padded_shapes,
+            padding_values,
+            pad_to_bucket_boundary,
+            no_padding,
+            drop_remainder,
+        )
+
     def assert_cardinality(self, expected_cardinality: int) -> Dataset:
         """This dataset, with ``cardinality()`` = ``expected_cardinality`` (e.g. for a generator
         whose length Keras's progress bar should show); iterating checks the count.

@@ -166,6 +166,42 @@ def assert_cardinality(expected_cardinality: int) -> Any:
     )
 
 
+def group_by_window(
+    key_func: Any, reduce_func: Any, window_size: int | None = None, window_size_func: Any = None
+) -> Any:
+    """``ds.group_by_window(key_func, reduce_func, window_size, window_size_func)``."""
+    return _transformation(
+        "group_by_window",
+        lambda ds: ds.group_by_window(key_func, reduce_func, window_size, window_size_func),
+    )
+
+
+def bucket_by_sequence_length(
+    element_length_func: Any,
+    bucket_boundaries: Any,
+    bucket_batch_sizes: Any,
+    padded_shapes: Any = None,
+    padding_values: Any = None,
+    pad_to_bucket_boundary: bool = False,
+    no_padding: bool = False,
+    drop_remainder: bool = False,
+) -> Any:
+    """``ds.bucket_by_sequence_length(...)``, the same arguments."""
+    return _transformation(
+        "bucket_by_sequence_length",
+        lambda ds: ds.bucket_by_sequence_length(
+            element_length_func,
+            bucket_boundaries,
+            bucket_batch_sizes,
+            padded_shapes,
+            padding_values,
+            pad_to_bucket_boundary,
+            no_padding,
+            drop_remainder,
+        ),
+    )
+
+
 def get_single_element(dataset: Any) -> Any:
     """``dataset.get_single_element()``."""
     from ._dataset import Dataset
@@ -259,10 +295,12 @@ __all__ = [
     "OptimizationOptions",
     "ThreadingOptions",
     "assert_cardinality",
+    "bucket_by_sequence_length",
     "cardinality",
     "choose_from_datasets",
     "enumerate_dataset",
     "get_single_element",
+    "group_by_window",
     "map_and_batch",
     "parallel_interleave",
     "sample_from_datasets",
