@@ -390,3 +390,34 @@ def test_a_split_save_to_a_path_with_a_bracket_is_refused_before_orbax_writes(
     assert os.listdir(tmp_path) == []
     path = Checkpoint(model=model).write(tmp_path / "run(1) ü%" / "ck")  # others are fine
     _restores_to(path, model)
+
+
+def test_an_async_save_that_fails_as_the_script_ends_is_not_silent(tmp_path):
+    """The script ends after an asynchronous save without close(): its error was dropped."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        f"""
+        import os
+        import numpy as np, phalanx
+        from phalanx import layers
+        model = phalanx.Sequential([layers.Input(shape=(3,)), layers.Dense(1)])
+        model.compile(optimizer="sgd", loss="mse")
+        model.fit(np.ones((8, 3)), np.ones((8, 1)), batch_size=4, verbose=0)
+        def full(fd):
+            raise OSError(28, "No space left on device")
+        os.fsync = full
+        ckpt = phalanx.checkpoint.Checkpoint(model=model, async_save=True)
+        print("saving", ckpt.save({str(tmp_path / "ckpt")!r}))
+        """
+    )
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert "saving" in done.stdout, done.stderr
+    assert "an asynchronous checkpoint save failed" in done.stderr, done.stderr
+    assert "No space left on device" in done.stderr
+    assert not os.path.exists(tmp_path / "ckpt-1")

@@ -27,12 +27,15 @@ execution (it copies instead), so what is written is what was saved.
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from ..errors import CheckpointError
+
+log = logging.getLogger("phalanx")
 
 
 def host_arrays(arrays: dict) -> dict | None:
@@ -110,6 +113,8 @@ class Background:
             finally:
                 self._done.set()
         self._done.set()  # a job still queued at exit is dropped
+        if self._error is not None:  # nobody waited for it (close() would have): the exit
+            log.error("phalanx: an asynchronous checkpoint save failed: %s", self._error)
 
     def join(self) -> None:
         """Waits for the queued or running job, keeping its error for ``wait``."""
