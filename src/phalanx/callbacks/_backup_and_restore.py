@@ -189,6 +189,10 @@ class BackupAndRestore(Callback):
             self._close()  # fit ends with this error: no on_train_end will stop the threads
             raise
 
+    def _release_after_error(self) -> None:
+        """``fit`` raised: the SIGTERM handlers and the writer's thread are released."""
+        self._close()
+
     def _close(self) -> None:
         """Stops the preemption handler and the manager's writer thread (the error is raised)."""
         preemption, manager, self._preemption, self._manager = (

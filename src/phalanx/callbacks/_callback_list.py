@@ -139,6 +139,15 @@ class CallbackList(Callback):
         for cb in self.callbacks:
             getattr(cb, hook)(*args)
 
+    def _release_after_error(self) -> None:
+        """``fit`` raised: callbacks that hold threads, signal handlers or open files release
+        them (``_release_after_error``). ``on_train_end`` is not called, as in Keras."""
+        for cb in self.callbacks:
+            release = getattr(cb, "_release_after_error", None)
+            if callable(release):
+                with contextlib.suppress(Exception):  # the error that ended fit is raised
+                    release()
+
     def on_batch_begin(self, batch: int, logs: Logs | None = None) -> None:
         """Forwards ``on_batch_begin``."""
         self._each("on_batch_begin", batch, logs or {})

@@ -192,6 +192,10 @@ class TensorBoard(Callback):
                 continue  # not a scalar: nothing to plot
             writer.add_scalar(f"{prefix}{key}{suffix}", number, global_step=step)
 
+    def _release_after_error(self) -> None:
+        """``fit`` raised: the event files are closed (and, for a URL, uploaded) as they are."""
+        self._close_writers()
+
     def _close_writers(self) -> None:
         for writer in self._writers.values():
             writer.close()

@@ -516,6 +516,17 @@ class Model(ModelIntrospection):
             self._check_targets(val, "validation_data")  # arrays: before any training
         cbs = self._callbacks(callbacks, verbose, epochs=epochs, steps=train.steps_per_epoch)
         self.stop_training = False
+        try:
+            logs = self._fit_epochs(train, val, cbs, initial_epoch, epochs, validation_freq)
+        except BaseException:
+            cbs._release_after_error()  # threads, signal handlers, open event files
+            raise
+        cbs.on_train_end(logs)
+        self._sync_module()
+        return self.history
+
+    def _fit_epochs(self, train, val, cbs, initial_epoch, epochs, validation_freq) -> dict:
+        """``fit``'s epochs, from ``on_train_begin`` to the last ``on_epoch_end``; the logs."""
         cbs.on_train_begin()
         resume, self._resume = self._resume, None  # BackupAndRestore restored a position
         logs: dict = {}
@@ -534,9 +545,7 @@ class Model(ModelIntrospection):
                 cbs.on_epoch_end(epoch, logs)
                 if self.stop_training:
                     break
-        cbs.on_train_end(logs)
-        self._sync_module()
-        return self.history
+        return logs
 
     def _callbacks(self, callbacks, verbose, *, epochs, steps, progbar=True):
         from ..callbacks import CallbackList
