@@ -551,7 +551,8 @@ class Model(ModelIntrospection):
         from ..callbacks import CallbackList
 
         _check_verbose(verbose)
-        verbose = 1 if verbose == "auto" else int(verbose)
+        # params["verbose"] stays "auto" when not given, as Keras 3 (ProgbarLogger reads it as 1).
+        verbose = verbose if verbose == "auto" else int(verbose)
         return CallbackList(
             callbacks,  # one callback, or (nested) lists: CallbackList flattens, as Keras
             add_history=True,
