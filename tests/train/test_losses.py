@@ -74,14 +74,14 @@ def test_softmax_output_with_logits_is_stable_and_equals_from_logits(extreme):
     z = jnp.array([[extreme, -extreme, 0.0], [-extreme, extreme, 0.0]])
     y_true = jnp.array([1, 0])  # both predictions are confidently wrong
     probs = jax.nn.softmax(z)
-    scce = losses.SparseCategoricalCrossentropy()
+    scce = losses.SparseCategoricalCrossentropy(reduction="none")
     stable = scce(y_true, probs, logits=Logits(z, "softmax"))
-    exact = losses.SparseCategoricalCrossentropy(from_logits=True)(y_true, z)
+    exact = losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")(y_true, z)
     assert np.all(np.isfinite(stable)) and np.allclose(stable, exact)
     assert float(stable[0]) == pytest.approx(2 * extreme, rel=1e-5)
     # Without logits Keras clips: finite but capped at -log(1e-7).
     assert float(scce(y_true, probs)[0]) == pytest.approx(-np.log(1e-7), rel=1e-4)
-    cce = losses.CategoricalCrossentropy()
+    cce = losses.CategoricalCrossentropy(reduction="none")
     onehot = jax.nn.one_hot(y_true, 3)
     assert np.allclose(cce(onehot, probs, logits=Logits(z, "softmax")), exact)
     # Gradients through the logits path are finite too.
@@ -92,9 +92,9 @@ def test_softmax_output_with_logits_is_stable_and_equals_from_logits(extreme):
 def test_sigmoid_output_with_logits_is_stable():
     z = jnp.array([[80.0], [-80.0]])
     y_true = jnp.array([[0.0], [1.0]])
-    bce = losses.BinaryCrossentropy()
+    bce = losses.BinaryCrossentropy(reduction="none")
     stable = bce(y_true, jax.nn.sigmoid(z), logits=Logits(z, "sigmoid"))
-    exact = losses.BinaryCrossentropy(from_logits=True)(y_true, z)
+    exact = losses.BinaryCrossentropy(from_logits=True, reduction="none")(y_true, z)
     assert np.allclose(stable, exact) and float(stable[0]) == pytest.approx(80.0)
     # A softmax Logits is ignored by the binary loss (mismatched activation).
     assert np.allclose(
@@ -139,3 +139,22 @@ def test_shape_mistakes_are_named_when_tracing():
         losses.get("mse")(jnp.zeros((4, 3)), jnp.zeros((4, 2)))
     # Broadcastable targets stay accepted, as Keras.
     assert losses.get("mse")(jnp.zeros((4, 1)), jnp.ones((4, 3))).tolist() == [1.0] * 4
+
+
+def test_calling_a_loss_reduces_as_keras_3():
+    """Keras 3 (and TF 2.21) values: the default reduction is the batch's mean; "none" (or
+    tf.keras's Reduction.NONE) one value per example; a function's name, as Keras's function,
+    per example."""
+    y, z = jnp.array([1, 2]), jnp.array([[0.1, 2.0, 0.3], [0.5, 0.2, 3.0]])
+    scce = losses.SparseCategoricalCrossentropy(from_logits=True)
+    assert float(scce(y, z)) == pytest.approx(0.21021768, abs=1e-6)  # TF 2.21's print
+    none = losses.SparseCategoricalCrossentropy(from_logits=True, reduction=losses.Reduction.NONE)
+    np.testing.assert_allclose(none(y, z), [0.28687072, 0.13356471], rtol=1e-6)
+    total = losses.SparseCategoricalCrossentropy(from_logits=True, reduction=losses.Reduction.SUM)
+    assert float(total(y, z)) == pytest.approx(0.42043543, abs=1e-6)
+    auto = losses.SparseCategoricalCrossentropy(from_logits=True, reduction=losses.Reduction.AUTO)
+    assert float(auto(y, z)) == pytest.approx(0.21021768, abs=1e-6)
+    assert losses.get("sparse_categorical_crossentropy").reduction == "none"
+    assert losses.get("SparseCategoricalCrossentropy").reduction == "sum_over_batch_size"
+    with pytest.raises(ValueError, match="reduction must be one of"):
+        losses.MeanSquaredError(reduction="average")

@@ -27,7 +27,41 @@ from ..errors import CompileArgumentError, LossArgumentError, UnknownNameError
 from ._logits import Logits
 
 EPSILON = 1e-7
-_REDUCTIONS = ("none", "sum_over_batch_size", "mean", "sum")
+_REDUCTIONS = ("none", "sum_over_batch_size", "mean", "sum", "auto")
+
+
+class Reduction:
+    """tf.keras's names of the reductions (``tf.keras.losses.Reduction``): ``reduction=``
+    takes these or the same strings.
+
+    ``AUTO`` is ``SUM_OVER_BATCH_SIZE`` (TensorFlow's meaning outside a strategy; inside
+    one, where TensorFlow refuses it in custom loops, phalanx reduces the replica's
+    batch alike: use ``NONE`` and ``phalanx.compute_average_loss`` there).
+
+    Example:
+      >>> Reduction.NONE, Reduction.all()[:2]
+      ('none', ('auto', 'none'))
+    """
+
+    AUTO = "auto"
+    NONE = "none"
+    SUM = "sum"
+    SUM_OVER_BATCH_SIZE = "sum_over_batch_size"
+
+    @classmethod
+    def all(cls) -> tuple[str, ...]:
+        """Every reduction's name."""
+        return (cls.AUTO, cls.NONE, cls.SUM, cls.SUM_OVER_BATCH_SIZE)
+
+    @classmethod
+    def validate(cls, key: Any) -> None:
+        """Raises ``LossArgumentError`` unless ``key`` names a reduction."""
+        if key not in _REDUCTIONS:
+            raise LossArgumentError(
+                f"reduction must be one of {_REDUCTIONS} (or None, as 'none'), got {key!r}. "
+                "'sum_over_batch_size' (the default) gives the batch's mean; 'none' one loss "
+                "per example, for phalanx.compute_average_loss in a custom loop."
+            )
 
 
 def _as_logits(logits: Any, activation: str) -> jax.Array | None:
@@ -197,27 +231,27 @@ def huber(y_true: Any, y_pred: Any, delta: float = 1.0) -> jax.Array:
 
 # -- classes ---------------------------------------------------------------------------------
 class Loss:
-    """Base class of phalanx losses: a Keras loss that returns per-example values.
+    """Base class of phalanx losses: a Keras loss (per-example values, reduced when called).
 
     Subclasses implement ``call(y_true, y_pred, logits)`` (Keras's function).
 
     Args:
       name: the loss's name (logged as ``loss`` by ``fit``).
-      reduction: ``"none"`` (default: one value per example, ``[batch]``),
-        ``"sum_over_batch_size"``/``"mean"`` or ``"sum"`` (a scalar, for custom
-        loops). The training step always uses :meth:`per_example`.
+      reduction: what calling the loss returns, as Keras 3:
+        ``"sum_over_batch_size"`` (default; also ``"mean"``, and tf.keras's
+        ``"auto"``): the batch's mean, a scalar; ``"sum"``: the sum;
+        ``"none"`` (or None): one value per example, ``[batch]``, for
+        ``phalanx.compute_average_loss`` in a custom loop
+        (``Reduction.NONE``). ``fit`` and ``evaluate`` always use
+        :meth:`per_example` (and average over the global batch).
     """
 
     #: Which accuracy ``"accuracy"`` means with this loss (Keras's rule), or None.
     accuracy_kind: str | None = None
 
-    def __init__(self, *, name: str | None = None, reduction: str | None = "none"):
+    def __init__(self, *, name: str | None = None, reduction: str | None = "sum_over_batch_size"):
         reduction = "none" if reduction is None else reduction
-        if reduction not in _REDUCTIONS:
-            raise LossArgumentError(
-                f"reduction must be one of {_REDUCTIONS}, got {reduction!r}; 'none' (the "
-                "default) gives one loss per example."
-            )
+        Reduction.validate(reduction)
         self.name = name
         self.reduction = reduction
 
@@ -286,11 +320,11 @@ class Loss:
         *,
         logits: Logits | None = None,
     ) -> jax.Array:
-        """Returns the loss, reduced as ``reduction`` says (per example by default)."""
+        """Returns the loss, reduced as ``reduction`` says (the batch's mean by default)."""
         values = self.per_example(y_true, y_pred, sample_weight, logits=logits)
         if self.reduction == "sum":
             return jnp.sum(values)
-        if self.reduction in ("sum_over_batch_size", "mean"):
+        if self.reduction in ("sum_over_batch_size", "mean", "auto"):
             return jnp.mean(values)
         return values
 
@@ -335,7 +369,7 @@ class SparseCategoricalCrossentropy(Loss):
 
     accuracy_kind = "sparse_categorical"
 
-    def __init__(self, from_logits: bool = False, *, name=None, reduction="none"):
+    def __init__(self, from_logits: bool = False, *, name=None, reduction="sum_over_batch_size"):
         super().__init__(name=name or "sparse_categorical_crossentropy", reduction=reduction)
         self.from_logits = from_logits
 
@@ -381,7 +415,9 @@ class CategoricalCrossentropy(Loss):
 
     accuracy_kind = "categorical"
 
-    def __init__(self, from_logits=False, label_smoothing=0.0, *, name=None, reduction="none"):
+    def __init__(
+        self, from_logits=False, label_smoothing=0.0, *, name=None, reduction="sum_over_batch_size"
+    ):
         super().__init__(name=name or "categorical_crossentropy", reduction=reduction)
         self.from_logits = from_logits
         self.label_smoothing = float(label_smoothing)
@@ -420,7 +456,9 @@ class BinaryCrossentropy(Loss):
 
     accuracy_kind = "binary"
 
-    def __init__(self, from_logits=False, label_smoothing=0.0, *, name=None, reduction="none"):
+    def __init__(
+        self, from_logits=False, label_smoothing=0.0, *, name=None, reduction="sum_over_batch_size"
+    ):
         super().__init__(name=name or "binary_crossentropy", reduction=reduction)
         self.from_logits = from_logits
         self.label_smoothing = float(label_smoothing)
@@ -439,7 +477,7 @@ class MeanSquaredError(Loss):
       reduction: see :class:`Loss`.
     """
 
-    def __init__(self, *, name=None, reduction="none"):
+    def __init__(self, *, name=None, reduction="sum_over_batch_size"):
         super().__init__(name=name or "mean_squared_error", reduction=reduction)
 
     def call(self, y_true, y_pred, logits):
@@ -454,7 +492,7 @@ class MeanAbsoluteError(Loss):
       reduction: see :class:`Loss`.
     """
 
-    def __init__(self, *, name=None, reduction="none"):
+    def __init__(self, *, name=None, reduction="sum_over_batch_size"):
         super().__init__(name=name or "mean_absolute_error", reduction=reduction)
 
     def call(self, y_true, y_pred, logits):
@@ -470,7 +508,7 @@ class Huber(Loss):
       reduction: see :class:`Loss`.
     """
 
-    def __init__(self, delta: float = 1.0, *, name=None, reduction="none"):
+    def __init__(self, delta: float = 1.0, *, name=None, reduction="sum_over_batch_size"):
         super().__init__(name=name or "huber_loss", reduction=reduction)
         self.delta = float(delta)
 
@@ -492,7 +530,7 @@ class LossFunctionWrapper(Loss):
       **kwargs: passed to ``fn`` on every call.
     """
 
-    def __init__(self, fn: Callable, *, name=None, reduction="none", **kwargs):
+    def __init__(self, fn: Callable, *, name=None, reduction="sum_over_batch_size", **kwargs):
         super().__init__(name=name or getattr(fn, "__name__", "loss"), reduction=reduction)
         self.fn = fn
         self.kwargs = kwargs
@@ -535,7 +573,10 @@ def get(identifier: Any) -> Loss | None:
 
     Returns:
       A ``Loss`` (None for None). A string keeps its spelling as ``name``
-      (``"mse"`` logs as ``mse``), as Keras.
+      (``"mse"`` logs as ``mse``), as Keras. A function's name (``"mse"``), a
+      function or a callable gives ``reduction="none"`` (Keras returns the
+      function, which gives one loss per example); a class or its name, the
+      class's default (the batch's mean).
 
     Raises:
       UnknownNameError: an unknown name (the message lists the known ones and the closest).
@@ -560,11 +601,13 @@ def get(identifier: Any) -> Loss | None:
                 hint="Or give a phalanx.losses object, or any function (y_true, y_pred) -> "
                 "per-example losses.",
             )
-        return cls(name=identifier) if identifier in _CLASSES else cls()
+        if identifier in _CLASSES:  # a function's name: Keras returns the function (per example)
+            return cls(name=identifier, reduction="none")
+        return cls()
     if identifier in _FUNCTIONS:
-        return _FUNCTIONS[identifier](name=identifier.__name__)
+        return _FUNCTIONS[identifier](name=identifier.__name__, reduction="none")
     if callable(identifier):
-        return LossFunctionWrapper(identifier)
+        return LossFunctionWrapper(identifier, reduction="none")
     raise CompileArgumentError(
         f"Cannot use {type(identifier).__name__} {identifier!r} as a loss: give a name "
         "('mse'), a phalanx.losses object, or a function (y_true, y_pred) -> per-example losses."

@@ -56,7 +56,7 @@ class MultiOutputLoss:
             self.weights = {k: float(loss_weights[k]) for k in self.keys}
         self.name = "loss"
 
-    def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None, *, logits=None):
+    def per_example(self, y_true: Any, y_pred: Any, sample_weight: Any = None, *, logits=None):
         """The weighted sum over outputs of each example's loss, ``[batch]``."""
         _check_structure(y_true, y_pred, self.keys)
         total = 0.0
@@ -67,6 +67,8 @@ class MultiOutputLoss:
             value = loss.per_example(y_true[k], y_pred[k], sample_weight)
             total = total + self.weights[k] * value
         return jnp.asarray(total)
+
+    __call__ = per_example
 
     def __repr__(self) -> str:
         return f"MultiOutputLoss({self.losses!r})"

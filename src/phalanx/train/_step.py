@@ -294,7 +294,7 @@ def train_gradients(config: StepConfig, state: TrainState, batch):
         y_pred, logits, new_rest, activity = _forward(
             config, config.train_graphdef, params, rest_in, x, training=True, key=key
         )
-        per_example = config.loss(y, y_pred, logits=logits)
+        per_example = config.loss.per_example(y, y_pred, logits=logits)
         # where, not a product: a padded row's loss may be anything, even NaN. A real row
         # counts whatever its weight, as Keras: a NaN sample_weight makes the loss NaN.
         weighted = jnp.where(mask > 0, per_example * weight, 0.0)
@@ -322,7 +322,9 @@ def eval_step(config: StepConfig, state: TrainState, batch) -> TrainState:
     y_pred, logits, _, activity = _forward(
         config, config.eval_graphdef, state.params, state.rest, x, training=False
     )
-    per_example = config.loss(y, y_pred, logits=logits) if config.loss is not None else None
+    per_example = (
+        config.loss.per_example(y, y_pred, logits=logits) if config.loss is not None else None
+    )
     weights, activity = _penalties(
         config, config.eval_graphdef, state.params, state.rest, activity, mask
     )

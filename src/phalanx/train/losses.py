@@ -13,6 +13,7 @@ from ._losses import Loss as Loss
 from ._losses import LossFunctionWrapper as LossFunctionWrapper
 from ._losses import MeanAbsoluteError as MeanAbsoluteError
 from ._losses import MeanSquaredError as MeanSquaredError
+from ._losses import Reduction as Reduction
 from ._losses import SparseCategoricalCrossentropy as SparseCategoricalCrossentropy
 from ._losses import binary_crossentropy as binary_crossentropy
 from ._losses import categorical_crossentropy as categorical_crossentropy
@@ -36,6 +37,7 @@ __all__ = [
     "LossFunctionWrapper",
     "MeanAbsoluteError",
     "MeanSquaredError",
+    "Reduction",
     "SparseCategoricalCrossentropy",
     "binary_crossentropy",
     "categorical_crossentropy",
