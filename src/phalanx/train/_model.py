@@ -308,6 +308,33 @@ class Model(ModelIntrospection):
             "compile the model inside the same strategy.scope()."
         )
 
+    def _check_current_strategy(self, what: str) -> None:
+        """Raises ``ScopeError`` when ``what`` runs inside another strategy's scope.
+
+        TF raises ``RuntimeError: Mixing different tf.distribute.Strategy objects``
+        there; inside the model's own scope, or outside any scope, the model runs.
+        """
+        current = get_strategy()
+        if current is self._strategy:
+            return
+        from ..distribute._one_device import _DefaultStrategy
+
+        if isinstance(current, _DefaultStrategy):
+            return
+        same_repr = (
+            " (another object with the same devices)"
+            if repr(current) == repr(self._strategy)
+            else ""
+        )
+        raise ScopeError(
+            f"{what}() of model {self.name!r} was called inside the scope of {current!r}"
+            f"{same_repr}, but the model belongs to {self._strategy!r}, where it was created "
+            "or compiled: its weights live on that strategy's devices (TF: 'Mixing different "
+            f"tf.distribute.Strategy objects'). Call {what}() inside the model's own "
+            "strategy.scope() or outside any scope, or create and compile the model inside "
+            "this strategy's scope."
+        )
+
     @property
     def steps_per_execution(self) -> int:
         """The number of steps fused into one compiled program."""
@@ -476,8 +503,10 @@ class Model(ModelIntrospection):
           BatchNotDivisibleError: with several processes, a process's share of a
             ``Dataset``'s batch does not split over its devices.
           NotCompiledError: ``compile`` was not called (a ``RuntimeError``).
+          ScopeError: called inside the scope of another strategy than the model's.
         """
         self._require_compiled("fit", by_user=True)
+        self._check_current_strategy("fit")
         _check_not_a_function(x, "fit")
         _check_not_a_function(validation_data, "fit", "validation_data=")
         check_inputs(x, y, sample_weight, where="fit", validation_data=validation_data)
@@ -713,6 +742,7 @@ class Model(ModelIntrospection):
         masked, so the result equals one device's over the same examples.
         """
         self._require_compiled("evaluate", by_user=True)
+        self._check_current_strategy("evaluate")
         _check_not_a_function(x, "evaluate")
         check_inputs(x, y, sample_weight, where="evaluate")
         adapter = self._adapter(
@@ -750,6 +780,7 @@ class Model(ModelIntrospection):
         if self._config is None:  # Keras predicts with an uncompiled model
             self.compile(optimizer="sgd", loss=None)
             self._predict_only = True
+        self._check_current_strategy("predict")
         _check_not_a_function(x, "predict")
         check_inputs(x, where="predict")
         adapter = self._adapter(
@@ -783,6 +814,7 @@ class Model(ModelIntrospection):
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
         """Runs one training step on one global batch; returns its loss and metrics."""
         self._require_compiled("train_on_batch", by_user=True)
+        self._check_current_strategy("train_on_batch")
         adapter = self._one_batch_adapter(x, y, sample_weight, class_weight)
         logs = self._run_epoch("train", adapter, 0, None, where="train_on_batch's x")
         return _format_logs(logs, return_dict)
@@ -790,6 +822,7 @@ class Model(ModelIntrospection):
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
         """Returns the loss and metrics of one batch, without training."""
         self._require_compiled("test_on_batch", by_user=True)
+        self._check_current_strategy("test_on_batch")
         adapter = self._one_batch_adapter(x, y, sample_weight, None)
         logs = self._evaluate_adapter(adapter, None, where="test_on_batch's x")
         return _format_logs(logs, return_dict)
