@@ -17,6 +17,7 @@ environment (``FSSPEC_S3_ENDPOINT_URL`` ...).
 import argparse
 import os
 import sys
+import time
 
 import jax
 import numpy as np
@@ -90,6 +91,13 @@ except phalanx.errors.CheckpointError as error:
         f.write(f"{type(error).__name__}: {error}")
     print("checkpoint error:", error)
     sys.stdout.flush()
+    # Process 0's exit ends the job (JAX's coordinator lives there): it waits for the others
+    # to have written their error first, as every process raised at the same agreement.
+    deadline = time.monotonic() + 30
+    while me == 0 and time.monotonic() < deadline:
+        if all(os.path.exists(os.path.join(args.out_dir, f"{p}.error")) for p in range(2)):
+            break
+        time.sleep(0.05)
     os._exit(4)
 weights = model.get_weights()
 np.savez(
