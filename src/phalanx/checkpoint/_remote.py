@@ -55,6 +55,7 @@ from typing import Any
 
 from ..errors import CheckpointError, CheckpointNotFoundError
 from . import _background, _io
+from ._steps import Steps, deleting_old, to_delete
 
 #: The object written last into a remote checkpoint: it exists only once every file is there.
 MARKER = "phalanx_checkpoint_committed"
@@ -437,7 +438,7 @@ class RemoteWriter:
             self._orbax.close()
 
 
-class RemoteSteps:
+class RemoteSteps(Steps):
     """A ``CheckpointManager``'s numbered checkpoints in a folder given as a URL.
 
     orbax's ``CheckpointManager`` semantics: ``max_to_keep`` newest are kept,
@@ -447,37 +448,22 @@ class RemoteSteps:
     """
 
     def __init__(self, directory: str, name: str, *, max_to_keep, keep_period, async_save):
-        self.directory = directory
-        self._name = name
-        self._max_to_keep = max_to_keep
-        self._keep_period = keep_period
-        self._writer = RemoteWriter(async_save)
-        self._pending: int | None = None
+        super().__init__(
+            directory,
+            name,
+            max_to_keep=max_to_keep,
+            keep_period=keep_period,
+            writer=RemoteWriter(async_save),
+        )
 
     def path(self, number: int) -> str:
         """The URL of checkpoint ``number``."""
         return join(self.directory, f"{self._name}_{number}")
 
-    def all_steps(self) -> list[int]:
-        """The committed numbers, and the one being saved in the background."""
-        # Read "in flight" before listing: a save that ends in between is then listed.
-        pending = self._pending if self._writer.pending is not None else None
-        numbers = numbered(self.directory, self._name)
-        return sorted({*numbers, pending}) if pending is not None else numbers
-
-    def latest_step(self) -> int | None:
-        """The newest number of ``all_steps``, or None."""
-        numbers = self.all_steps()
-        return numbers[-1] if numbers else None
-
-    def save(self, number: int, arrays: dict, meta: dict) -> None:
-        """Saves checkpoint ``number``; the old ones are deleted after it is committed."""
-        self._pending = number
-        self._writer.save(self.path(number), arrays, meta, after_commit=self._delete_old)
+    def _committed_numbers(self) -> list[int]:
+        return numbered(self.directory, self._name)
 
     def _delete_old(self) -> None:
-        from ._steps import deleting_old, to_delete
-
         with deleting_old(self.directory):
             every = numbered(self.directory, self._name, committed_only=False)  # one listing
             committed = [n for n in every if is_committed(self.path(n))]
@@ -494,11 +480,3 @@ class RemoteSteps:
         with contextlib.suppress(OSError):  # FileNotFoundError: an object store's "folder"
             if not loc.fs.ls(loc.path, detail=False):
                 loc.fs.rmdir(loc.path)
-
-    def wait_until_finished(self) -> None:
-        """Waits for the save in progress (and raises its error)."""
-        self._writer.wait_until_finished()
-
-    def close(self) -> None:
-        """Finishes the pending save and stops the writer's threads."""
-        self._writer.close()

@@ -8,7 +8,8 @@ final name is committed. After each commit, process 0 deletes what
 multiples of ``keep_period``, kept forever: orbax's ``CheckpointManager``
 semantics) and leftovers of saves killed before their rename
 (``<name>_<n>.phalanx-tmp-*``, ``<name>_<n>.orbax-checkpoint-tmp-*``) numbered
-below the newest. ``_remote.RemoteSteps`` applies the same policy to URLs.
+below the newest. ``_remote.RemoteSteps`` applies the same policy to URLs; both
+derive from ``Steps`` (the writer, numbering and the save in flight).
 """
 
 from __future__ import annotations
@@ -69,7 +70,58 @@ def deleting_old(directory: str):
         )
 
 
-class LocalSteps:
+class Steps:
+    """What the local and remote step stores share: the writer, and the save in flight.
+
+    Subclasses give ``path(number)``, ``_committed_numbers()`` (listed from the
+    folder) and ``_delete_old()`` (run on process 0 after each commit).
+    """
+
+    def __init__(self, directory: str, name: str, *, max_to_keep, keep_period, writer):
+        self.directory = directory
+        self._name = name
+        self._max_to_keep = max_to_keep
+        self._keep_period = keep_period
+        self._writer = writer
+        self._pending: int | None = None
+
+    def path(self, number: int) -> str:
+        """Where checkpoint ``number`` is."""
+        raise NotImplementedError
+
+    def _committed_numbers(self) -> list[int]:
+        raise NotImplementedError
+
+    def _delete_old(self) -> None:
+        raise NotImplementedError
+
+    def all_steps(self) -> list[int]:
+        """The committed numbers, and the one being saved in the background."""
+        # Read "in flight" before listing: a save that ends in between is then listed.
+        pending = self._pending if self._writer.pending is not None else None
+        numbers = self._committed_numbers()
+        return sorted({*numbers, pending}) if pending is not None else numbers
+
+    def latest_step(self) -> int | None:
+        """The newest number of ``all_steps``, or None."""
+        numbers = self.all_steps()
+        return numbers[-1] if numbers else None
+
+    def save(self, number: int, arrays: dict, meta: dict) -> None:
+        """Saves checkpoint ``number``; the old ones are deleted after it is committed."""
+        self._pending = number
+        self._writer.save(self.path(number), arrays, meta, after_commit=self._delete_old)
+
+    def wait_until_finished(self) -> None:
+        """Waits for the save in progress (and raises its error)."""
+        self._writer.wait_until_finished()
+
+    def close(self) -> None:
+        """Finishes the pending save and stops the writer's threads."""
+        self._writer.close()
+
+
+class LocalSteps(Steps):
     """Numbered checkpoints in the local folder ``directory`` (module docs)."""
 
     def __init__(self, directory: str, name: str, *, max_to_keep, keep_period, async_save):
@@ -85,14 +137,15 @@ class LocalSteps:
                 f"CheckpointManager could not create its directory {directory!r} "
                 f"({type(error).__name__}: {error}). Give a folder you can write to."
             ) from error
-        self.directory = directory
+        super().__init__(
+            directory,
+            name,
+            max_to_keep=max_to_keep,
+            keep_period=keep_period,
+            writer=_background.LocalWriter(async_save),
+        )
         # Only these are the manager's: other files named alike (ckpt_1.txt) are never deleted.
         self._entry = re.compile(rf"{re.escape(name)}_([0-9]+)(?:{_LEFTOVERS}.*)?", re.DOTALL)
-        self._name = name
-        self._max_to_keep = max_to_keep
-        self._keep_period = keep_period
-        self._writer = _background.LocalWriter(async_save)
-        self._pending: int | None = None
 
     def path(self, number: int) -> str:
         """The path of checkpoint ``number``."""
@@ -114,22 +167,8 @@ class LocalSteps:
     def _committed(self, found: dict[int, list[str]]) -> list[int]:
         return sorted(n for n in found if _io.is_checkpoint(self.path(n)))
 
-    def all_steps(self) -> list[int]:
-        """The committed numbers, and the one being saved in the background."""
-        # Read "in flight" before listing: a save that ends in between is then listed.
-        pending = self._pending if self._writer.pending is not None else None
-        numbers = self._committed(self._found())
-        return sorted({*numbers, pending}) if pending is not None else numbers
-
-    def latest_step(self) -> int | None:
-        """The newest number of ``all_steps``, or None."""
-        numbers = self.all_steps()
-        return numbers[-1] if numbers else None
-
-    def save(self, number: int, arrays: dict, meta: dict) -> None:
-        """Saves checkpoint ``number``; the old ones are deleted after it is committed."""
-        self._pending = number
-        self._writer.save(self.path(number), arrays, meta, after_commit=self._delete_old)
+    def _committed_numbers(self) -> list[int]:
+        return self._committed(self._found())
 
     def _delete_old(self) -> None:
         with deleting_old(self.directory):
@@ -147,14 +186,6 @@ class LocalSteps:
                 _remove(os.path.join(self.directory, entry))
         with contextlib.suppress(OSError):  # not empty: the user's files stay, and it with them
             os.rmdir(self.directory)
-
-    def wait_until_finished(self) -> None:
-        """Waits for the save in progress (and raises its error)."""
-        self._writer.wait_until_finished()
-
-    def close(self) -> None:
-        """Finishes the pending save and stops the writer's threads."""
-        self._writer.close()
 
 
 def _remove(path: str) -> None:
