@@ -32,9 +32,9 @@ import time
 import numpy as np
 
 from phalanx.data import Dataset, TFRecordDataset
-from phalanx.data._example import serialize_example
-from phalanx.data._parse_example import FixedLenFeature, parse_example, parse_single_example
-from phalanx.data._tfrecord_io import TFRecordReader, TFRecordWriter
+from phalanx.io._example import serialize_example
+from phalanx.io._parse_example import FixedLenFeature, parse_example, parse_single_example
+from phalanx.io._tfrecord import TFRecordReader, TFRecordWriter
 
 SPEC = {
     "image": FixedLenFeature([784], np.float32),

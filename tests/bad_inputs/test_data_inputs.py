@@ -60,7 +60,7 @@ _FEATURES = {"x": D.FixedLenFeature([], np.int64)}
 
 
 def _record(**features):
-    from phalanx.data._example import serialize_example
+    from phalanx.io._example import serialize_example
 
     return serialize_example(features)
 
@@ -334,7 +334,7 @@ CASES = [
 def _header(length):
     import struct
 
-    from phalanx.data._tfrecord_io import masked_crc32c
+    from phalanx.io._tfrecord import masked_crc32c
 
     head = struct.pack("<Q", length)
     return head + struct.pack("<I", masked_crc32c(head))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from phalanx.cli import main
-from phalanx.data._example import serialize_example
-from phalanx.data._tfrecord_io import TFRecordWriter
+from phalanx.io._example import serialize_example
+from phalanx.io._tfrecord import TFRecordWriter
 
 
 def _write(path, n=5, compression=None, examples=True):

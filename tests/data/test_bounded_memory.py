@@ -16,7 +16,7 @@ import zlib
 
 import pytest
 
-from phalanx.data._tfrecord_io import masked_crc32c
+from phalanx.io._tfrecord import masked_crc32c
 
 LIMIT_MB = 200
 GIB = 1 << 30
@@ -49,7 +49,7 @@ def _peak_extra_mb(code: str) -> dict:
         """
         import json, resource, sys
         import phalanx.data
-        from phalanx.data._tfrecord_io import TFRecordReader
+        from phalanx.io._tfrecord import TFRecordReader
         from phalanx.cli import main
         base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         result = None
@@ -136,7 +136,7 @@ def _gzip(data: bytes) -> bytes:
 def test_records_longer_than_the_check_threshold_still_read_exactly(
     tmp_path, monkeypatch, compression
 ):
-    from phalanx.data import _tfrecord_io as io
+    from phalanx.io import _tfrecord as io
 
     monkeypatch.setattr(io, "_LARGE_RECORD", 100)
     records = [b"a" * 5000, b"small", bytes(range(256)) * 40, b""]
@@ -153,8 +153,8 @@ def test_records_longer_than_the_check_threshold_still_read_exactly(
 
 @pytest.mark.parametrize("compression", ["", "GZIP"])
 def test_a_corrupt_long_record_is_skipped_or_named(tmp_path, monkeypatch, compression):
-    from phalanx.data import _tfrecord_io as io
     from phalanx.errors import CorruptRecordError, TruncatedRecordError
+    from phalanx.io import _tfrecord as io
 
     monkeypatch.setattr(io, "_LARGE_RECORD", 100)
     good = io.frame_record(b"ok")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from phalanx.data._example import (
+from phalanx.errors import ExampleParseError
+from phalanx.io._example import (
     BytesList,
     Example,
     Feature,
@@ -15,7 +16,7 @@ from phalanx.data._example import (
     encode_varint,
     serialize_example,
 )
-from phalanx.data._parse_example import (
+from phalanx.io._parse_example import (
     FixedLenFeature,
     FixedLenSequenceFeature,
     SparseTensor,
@@ -23,7 +24,6 @@ from phalanx.data._parse_example import (
     parse_example,
     parse_single_example,
 )
-from phalanx.errors import ExampleParseError
 
 
 def _ld(field: int, payload: bytes) -> bytes:

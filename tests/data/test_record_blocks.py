@@ -21,11 +21,11 @@ from phalanx.data import (
     TFRecordDataset,
     TFRecordWriter,
     _record_datasets,
-    _tfrecord_io,
     parse_example,
     serialize_example,
 )
 from phalanx.errors import CorruptRecordError, IteratorStateError
+from phalanx.io import _tfrecord as _tfrecord_io
 
 # records per file: an empty file, short and long ones, so slots end at different times
 PER_FILE = (40, 0, 7, 93, 61)

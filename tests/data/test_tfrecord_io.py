@@ -8,8 +8,9 @@ import zlib
 
 import pytest
 
-from phalanx.data._line_and_fixed_io import FixedLengthRecordReader, TextLineReader
-from phalanx.data._tfrecord_io import (
+from phalanx.errors import CorruptRecordError, DataLossError, TruncatedRecordError
+from phalanx.io._lines_and_records import FixedLengthRecordReader, TextLineReader
+from phalanx.io._tfrecord import (
     TFRecordOptions,
     TFRecordReader,
     TFRecordWriter,
@@ -17,7 +18,6 @@ from phalanx.data._tfrecord_io import (
     masked_crc32c,
     tf_record_iterator,
 )
-from phalanx.errors import CorruptRecordError, DataLossError, TruncatedRecordError
 
 RECORDS = [b"", b"a", os.urandom(7), os.urandom(300), os.urandom(70000), b"end"]
 COMPRESSIONS = [None, "", "GZIP", "ZLIB"]

@@ -9,16 +9,16 @@ import math
 import numpy as np
 import pytest
 
-from phalanx.data._example import BytesList, Example, Feature, FloatList, Int64List
-from phalanx.data._line_and_fixed_io import FixedLengthRecordReader, TextLineReader
-from phalanx.data._parse_example import (
+from phalanx.errors import CorruptRecordError, DataLossError, TruncatedRecordError
+from phalanx.io._example import BytesList, Example, Feature, FloatList, Int64List
+from phalanx.io._lines_and_records import FixedLengthRecordReader, TextLineReader
+from phalanx.io._parse_example import (
     FixedLenFeature,
     VarLenFeature,
     parse_example,
     parse_single_example,
 )
-from phalanx.data._tfrecord_io import TFRecordReader, TFRecordWriter
-from phalanx.errors import CorruptRecordError, DataLossError, TruncatedRecordError
+from phalanx.io._tfrecord import TFRecordReader, TFRecordWriter
 from tests_support import TFRECORD_VECTORS as VECTORS
 
 

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from phalanx.cluster import SlurmClusterResolver, TFConfigClusterResolver, expand_hostlist
 from phalanx.data import Dataset, FixedLenFeature, VarLenFeature, parse_single_example
-from phalanx.data._example import serialize_example
-from phalanx.data._tfrecord_io import TFRecordReader, frame_record
 from phalanx.errors import PhalanxError
+from phalanx.io._example import serialize_example
+from phalanx.io._tfrecord import TFRecordReader, frame_record
 
 FAST = settings(
     max_examples=150,

@@ -24,9 +24,9 @@ from phalanx.data import (
     TFRecordDataset,
     auto_shard,
 )
-from phalanx.data._tfrecord_io import TFRecordWriter
 from phalanx.errors import IteratorStateError
 from phalanx.io import gfile
+from phalanx.io._tfrecord import TFRecordWriter
 
 FILES, RECORDS = 4, 6
 

@@ -18,8 +18,8 @@ from io_support import data, model, scalars
 from phalanx.callbacks import CSVLogger, TensorBoard
 from phalanx.cli import main
 from phalanx.data import Dataset, TFRecordDataset, auto_shard
-from phalanx.data._tfrecord_io import TFRecordWriter
 from phalanx.io import _fs, gfile
+from phalanx.io._tfrecord import TFRecordWriter
 
 s3fs = pytest.importorskip("s3fs", reason="s3fs is not installed (pip install 'phalanx[s3]')")
 werkzeug_app = pytest.importorskip(

@@ -15,10 +15,10 @@ import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-from ..data._example import Example
-from ..data._tfrecord_io import TFRecordReader, guess_compression
 from ..errors import DataLossError, ExampleParseError, FileSystemNotInstalledError
 from ..io import _fs
+from ..io._example import Example
+from ..io._tfrecord import TFRecordReader, guess_compression
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -6,15 +6,25 @@ vectorized path for in-memory arrays. It knows nothing of JAX, strategies or
 models; ``phalanx.distribute`` puts its batches on devices.
 """
 
+from ..io._example import BytesList as BytesList
+from ..io._example import Example as Example
+from ..io._example import Feature as Feature
+from ..io._example import Features as Features
+from ..io._example import FloatList as FloatList
+from ..io._example import Int64List as Int64List
+from ..io._example import serialize_example as serialize_example
+from ..io._parse_example import FixedLenFeature as FixedLenFeature
+from ..io._parse_example import FixedLenSequenceFeature as FixedLenSequenceFeature
+from ..io._parse_example import RaggedTensor as RaggedTensor
+from ..io._parse_example import SparseTensor as SparseTensor
+from ..io._parse_example import VarLenFeature as VarLenFeature
+from ..io._parse_example import parse_example as parse_example
+from ..io._parse_example import parse_single_example as parse_single_example
+from ..io._tfrecord import TFRecordOptions as TFRecordOptions
+from ..io._tfrecord import TFRecordWriter as TFRecordWriter
+from ..io._tfrecord import tf_record_iterator as tf_record_iterator
 from . import experimental as experimental
 from ._dataset import Dataset as Dataset
-from ._example import BytesList as BytesList
-from ._example import Example as Example
-from ._example import Feature as Feature
-from ._example import Features as Features
-from ._example import FloatList as FloatList
-from ._example import Int64List as Int64List
-from ._example import serialize_example as serialize_example
 from ._iterator import Iterator as Iterator
 from ._options import AUTOTUNE as AUTOTUNE
 from ._options import INFINITE_CARDINALITY as INFINITE_CARDINALITY
@@ -23,22 +33,12 @@ from ._options import AutoShardPolicy as AutoShardPolicy
 from ._options import DistributeOptions as DistributeOptions
 from ._options import Options as Options
 from ._options import ThreadingOptions as ThreadingOptions
-from ._parse_example import FixedLenFeature as FixedLenFeature
-from ._parse_example import FixedLenSequenceFeature as FixedLenSequenceFeature
-from ._parse_example import RaggedTensor as RaggedTensor
-from ._parse_example import SparseTensor as SparseTensor
-from ._parse_example import VarLenFeature as VarLenFeature
-from ._parse_example import parse_example as parse_example
-from ._parse_example import parse_single_example as parse_single_example
 from ._record_datasets import FixedLengthRecordDataset as FixedLengthRecordDataset
 from ._record_datasets import TextLineDataset as TextLineDataset
 from ._record_datasets import TFRecordDataset as TFRecordDataset
 from ._shard import auto_shard as auto_shard
 from ._sources import FileSourceDataset as FileSourceDataset
 from ._structure import TensorSpec as TensorSpec
-from ._tfrecord_io import TFRecordOptions as TFRecordOptions
-from ._tfrecord_io import TFRecordWriter as TFRecordWriter
-from ._tfrecord_io import tf_record_iterator as tf_record_iterator
 
 __all__ = [
     "AUTOTUNE",

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _record_blocks as rb
+from ..io import _record_blocks as rb
 from . import _structure as st
 from ._iterator import ArraysAccess, DatasetIterator, stack_elements
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DatasetArgumentError
-from . import _record_blocks as rb
+from ..io import _record_blocks as rb
 from . import _structure as st
 from ._dataset import Dataset, check_positive
 from ._iterator import DatasetIterator, IterCtx

@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _record_blocks as rb
+from ..io import _record_blocks as rb
 from ._interleave import InterleaveDataset, InterleaveIterator
 from ._iterator import DatasetIterator, IterCtx
 from ._map import _safe_state, _unwrap_state

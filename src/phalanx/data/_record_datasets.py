@@ -2,7 +2,7 @@
 
 Each is a ``FileSourceDataset`` (so the FILE auto-shard policy gives each input
 pipeline its share of the files) that reads its files one after another with
-the resumable readers of ``_tfrecord_io`` and ``_line_and_fixed_io``. An
+the resumable readers of ``phalanx.io._tfrecord`` and ``phalanx.io._lines_and_records``. An
 element is one record as a 0-d object array holding ``bytes`` (what
 TensorFlow's ``.numpy()`` gives for strings); batches of them are object arrays
 that ``parse_example`` takes directly. Records are not stored as numpy ``S``
@@ -32,14 +32,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import DatasetArgumentError, IteratorStateError
-from . import _record_blocks as rb
+from ..io import _record_blocks as rb
+from ..io._lines_and_records import FixedLengthRecordReader, TextLineReader
+from ..io._tfrecord import RecordBlock, TFRecordReader, normalize_compression_type
 from ._dataset import Dataset
 from ._iterator import DatasetIterator
-from ._line_and_fixed_io import FixedLengthRecordReader, TextLineReader
 from ._options import AUTOTUNE
 from ._sources import FileSourceDataset, ListFilesDataset
 from ._structure import TensorSpec
-from ._tfrecord_io import RecordBlock, TFRecordReader, normalize_compression_type
 
 __all__ = ["FixedLengthRecordDataset", "TFRecordDataset", "TextLineDataset"]
 
@@ -291,7 +291,7 @@ class TFRecordDataset(_RecordFileDataset):
 
     Example:
         >>> import os, tempfile
-        >>> from phalanx.data._tfrecord_io import TFRecordWriter
+        >>> from phalanx.io._tfrecord import TFRecordWriter
         >>> path = os.path.join(tempfile.mkdtemp(), "a.tfrecord")
         >>> with TFRecordWriter(path) as w:
         ...     for i in range(3):

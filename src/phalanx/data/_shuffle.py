@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _record_blocks as rb
+from ..io import _record_blocks as rb
 from ._dataset import Dataset, check_positive
 from ._iterator import (
     DatasetIterator,

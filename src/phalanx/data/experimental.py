@@ -242,8 +242,8 @@ class TFRecordWriter:
         """
         import numpy as np
 
+        from ..io._tfrecord import TFRecordWriter as _FileWriter
         from ._dataset import Dataset
-        from ._tfrecord_io import TFRecordWriter as _FileWriter
 
         spec = dataset.element_spec if isinstance(dataset, Dataset) else None
         kind = getattr(getattr(spec, "dtype", None), "kind", None)

@@ -10,44 +10,29 @@ wherever a local path does. ``gs://`` needs ``pip install "phalanx[gcs]"``,
 
 ``phalanx.io.gfile`` has ``tf.io.gfile``'s names (``exists``, ``glob``,
 ``makedirs``, ``GFile`` ...) for the seeds' one-line ports. ``tf.io``'s
-TFRecord names that ``phalanx.data`` implements (``parse_single_example``,
-``parse_example``, ``FixedLenFeature``, ``VarLenFeature``,
-``FixedLenSequenceFeature``, ``TFRecordWriter``, ``TFRecordOptions``) are here
-too, as the same objects: ``phalanx.io.parse_single_example is
+TFRecord and Example names (``parse_single_example``, ``parse_example``,
+``FixedLenFeature``, ``VarLenFeature``, ``FixedLenSequenceFeature``,
+``TFRecordWriter``, ``TFRecordOptions``) live here; ``phalanx.data`` re-exports
+them as the same objects: ``phalanx.io.parse_single_example is
 phalanx.data.parse_single_example``.
 """
 
-from typing import Any
-
 from . import gfile as gfile
+from ._parse_example import FixedLenFeature as FixedLenFeature
+from ._parse_example import FixedLenSequenceFeature as FixedLenSequenceFeature
+from ._parse_example import VarLenFeature as VarLenFeature
+from ._parse_example import parse_example as parse_example
+from ._parse_example import parse_single_example as parse_single_example
+from ._tfrecord import TFRecordOptions as TFRecordOptions
+from ._tfrecord import TFRecordWriter as TFRecordWriter
 
-# tf.io's names implemented in phalanx.data, which imports this package's _fs:
-# looked up on first use (PEP 562), so neither package imports the other first.
-_FROM_DATA = (
+__all__ = [
     "FixedLenFeature",
     "FixedLenSequenceFeature",
     "TFRecordOptions",
     "TFRecordWriter",
     "VarLenFeature",
+    "gfile",
     "parse_example",
     "parse_single_example",
-)
-
-__all__ = ["gfile", *_FROM_DATA]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _FROM_DATA:
-        from .. import data
-
-        value = getattr(data, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(
-        f"module 'phalanx.io' has no attribute {name!r}; tf.io's TFRecord names that phalanx "
-        f"implements are {', '.join(_FROM_DATA)} (also in phalanx.data)."
-    )
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_FROM_DATA))
+]

@@ -18,8 +18,8 @@ import os
 from collections.abc import Iterator
 
 from ..errors import DataLossError, TruncatedRecordError
-from ..io import _fs
-from ._tfrecord_io import _MIN_CHUNK, normalize_compression_type, open_stream
+from . import _fs
+from ._tfrecord import _MIN_CHUNK, normalize_compression_type, open_stream
 
 __all__ = ["FixedLengthRecordReader", "TextLineReader"]
 

@@ -19,7 +19,7 @@ one restores on the other. A source may also implement::
 which ``interleave`` uses to take whole rounds of its cycle at once.
 
 ``interleave``, ``shuffle`` and ``batch`` pass such blocks on: a block is
-read, framed and CRC-checked with numpy (``_tfrecord_io.RecordBlock``),
+read, framed and CRC-checked with numpy (``_tfrecord.RecordBlock``),
 interleaved by index arithmetic, shuffled by the vectorized form of the
 buffer algorithm over the same random draws, and becomes the batch itself:
 the 1-d ``object`` array that stacking the elements would give.

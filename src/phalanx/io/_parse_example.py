@@ -388,7 +388,7 @@ def parse_single_example(serialized: bytes, features: Mapping[str, Any]) -> dict
             or value-count mismatch.
 
     Example:
-        >>> from phalanx.data._example import serialize_example
+        >>> from phalanx.io._example import serialize_example
         >>> rec = serialize_example({"x": np.array([1.0, 2.0], np.float32), "y": 7})
         >>> out = parse_single_example(rec, {"x": FixedLenFeature([2], np.float32),
         ...                                  "y": FixedLenFeature([], np.int64),
@@ -502,7 +502,7 @@ def parse_example(serialized: Sequence[bytes] | np.ndarray, features: Mapping[st
         ExampleParseError: as :func:`parse_single_example`, naming the record index.
 
     Example:
-        >>> from phalanx.data._example import serialize_example
+        >>> from phalanx.io._example import serialize_example
         >>> recs = [serialize_example({"x": np.float32([i, i]), "n": np.arange(i)})
         ...         for i in range(3)]
         >>> out = parse_example(recs, {"x": FixedLenFeature([2], "float32"),

@@ -41,7 +41,7 @@ from ..errors import (
     DatasetTypeError,
     TruncatedRecordError,
 )
-from ..io import _fs
+from . import _fs
 
 __all__ = [
     "RecordBlock",
