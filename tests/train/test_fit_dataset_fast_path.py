@@ -17,7 +17,7 @@ import pytest
 
 import phalanx
 from phalanx import layers
-from phalanx.data import _fast_path as fp
+from phalanx.data import _index_batches as fp
 from phalanx.data._iterator import ArraysAccess
 
 FEATURES, CLASSES, N = 6, 3, 100

@@ -7,11 +7,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import PaddingError, StructureMismatchError
-from . import _fast_path as fp
+from . import _index_batches as fp
 from . import _structure as st
 from ._dataset import Dataset, check_bool, check_positive
-from ._iterator import DatasetIterator, state_int
-from ._map import _safe_state, _unwrap_state
+from ._iterator import DatasetIterator, _safe_state, _unwrap_state, state_int
 from ._options import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
 from ._structure import TensorSpec
 
@@ -23,7 +22,7 @@ def _batched_cardinality(n: int, b: int, drop: bool) -> int:
 
 
 class BatchDataset(Dataset):
-    """``Dataset.batch``; gathers by index when its input is in memory (``_fast_path.py``).
+    """``Dataset.batch``; gathers by index when its input is in memory (``_index_batches.py``).
 
     ``_split = (num_pipelines, pipeline_id)`` (set by DATA auto-sharding)
     keeps only this pipeline's slice of rows of every batch.
@@ -59,8 +58,27 @@ class _BatchIterator(DatasetIterator):
         self.child, self.b, self.drop, self.split = child, batch_size, drop, split
         self.n = 0  # batches emitted, for error messages
 
+    def next_pieces(self) -> tuple[list[tuple[Any, Any]], int]:
+        """The next batch as pieces (``_index_batches.pull``), and the position of its first
+        element, before they are gathered (``_index_batches.assemble``).
+
+        Raises:
+          StopIteration: the input ended (or left fewer than ``b`` elements, with
+            ``drop_remainder``).
+        """
+        pieces = fp.pull(self.child, self.b)
+        got = fp.count(pieces)
+        if got == 0 or (self.drop and got < self.b):
+            raise StopIteration
+        first = self.n * self.b
+        self.n += 1
+        return pieces, first
+
+    def index_batches(self):
+        return self if self.split is None else None  # a split batch keeps only its rows
+
     def __next__(self):
-        pieces, first = fp.next_batch(self)
+        pieces, first = self.next_pieces()
         if self.split is not None:
             w, i = self.split
             local = self.b // w
@@ -202,6 +220,9 @@ class _PaddedBatchIterator(_BatchIterator):
     def __init__(self, ds: PaddedBatchDataset, child):
         super().__init__(child, ds._batch, ds._drop, None)
         self.ds = ds
+
+    def index_batches(self):
+        return None  # padded rows are made per batch, not gathered
 
     def __next__(self):
         elements = []

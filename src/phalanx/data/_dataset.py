@@ -153,7 +153,7 @@ class Dataset:
 
     def with_options(self, options: Options) -> Dataset:
         """A dataset with ``options`` set (later options win over earlier ones)."""
-        from ._map import OptionsDataset
+        from ._with_options import OptionsDataset
 
         if not isinstance(options, Options):
             raise DatasetTypeError(
@@ -319,7 +319,7 @@ class Dataset:
 
     def filter(self, predicate: Callable[..., Any]) -> Dataset:
         """Keep the elements for which ``predicate`` returns true."""
-        from ._map import FilterDataset
+        from ._filter import FilterDataset
 
         check_callable("predicate", predicate, "filter", "a function element -> bool")
         return FilterDataset(self, predicate)
@@ -343,7 +343,7 @@ class Dataset:
 
     def take_while(self, predicate: Callable[..., Any]) -> Dataset:
         """The elements up to (not including) the first for which ``predicate`` is false."""
-        from ._map import TakeWhileDataset
+        from ._filter import TakeWhileDataset
 
         check_callable("predicate", predicate, "take_while", "a function element -> bool")
         return TakeWhileDataset(self, predicate)
@@ -358,7 +358,7 @@ class Dataset:
 
     def repeat(self, count: int | None = None) -> Dataset:
         """Repeat the dataset ``count`` times (forever when ``None`` or -1)."""
-        from ._map import RepeatDataset
+        from ._repeat import RepeatDataset
 
         if count is not None:
             check_int("count", count, "repeat")
@@ -410,13 +410,13 @@ class Dataset:
 
     def take(self, count: int) -> Dataset:
         """The first ``count`` elements (all when ``count`` is -1)."""
-        from ._map import TakeDataset
+        from ._take_skip import TakeDataset
 
         return TakeDataset(self, check_int("count", count, "take"))
 
     def skip(self, count: int) -> Dataset:
         """All but the first ``count`` elements (none when ``count`` is -1)."""
-        from ._map import SkipDataset
+        from ._take_skip import SkipDataset
 
         return SkipDataset(self, check_int("count", count, "skip"))
 
@@ -548,7 +548,7 @@ class Dataset:
 
     def enumerate(self, start: int = 0) -> Dataset:
         """Pair each element with its int64 index: ``(i, element)``."""
-        from ._map import EnumerateDataset
+        from ._enumerate import EnumerateDataset
 
         return EnumerateDataset(self, check_int("start", start, "enumerate"))
 
@@ -608,7 +608,7 @@ class Dataset:
         Raises (while iterating):
           DatasetArgumentError: the dataset has fewer or more elements.
         """
-        from ._map import AssertCardinalityDataset
+        from ._assert_cardinality import AssertCardinalityDataset
 
         n = check_int("expected_cardinality", expected_cardinality, "assert_cardinality")
         if n < 0 and n != INFINITE_CARDINALITY:

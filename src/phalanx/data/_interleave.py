@@ -25,8 +25,8 @@ from ..errors import DatasetArgumentError
 from ..io import _record_blocks as rb
 from . import _structure as st
 from ._dataset import Dataset, check_positive
-from ._iterator import DatasetIterator, IterCtx
-from ._map import _EMPTY, _safe_state, _unwrap_state, first_element
+from ._iterator import DatasetIterator, IterCtx, _safe_state, _unwrap_state
+from ._map import _EMPTY, first_element
 from ._options import AUTOTUNE, UNKNOWN_CARDINALITY
 
 

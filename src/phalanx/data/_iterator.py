@@ -11,7 +11,7 @@ Nodes over in-memory data also speak in indices: a ``RandomAccess`` view
 fetches one element or a whole batch by index arrays, and an
 ``IndexIterator`` yields chunks of indices into it. ``batch`` over an
 ``IndexIterator`` gathers each batch with one fancy-indexing call per
-component, with no Python per element (see ``_fast_path.py``).
+component, with no Python per element (see ``_index_batches.py``).
 """
 
 from __future__ import annotations
@@ -70,6 +70,11 @@ class DatasetIterator:
     def children(self) -> list[DatasetIterator]:
         """The live child iterators (closed with this one)."""
         return []
+
+    def index_batches(self) -> Any | None:
+        """The ``batch`` node iterator at or under this one whose batches ``fit`` may read as
+        indices (``_index_batches.next_batch``); None (the default) when there is none."""
+        return None
 
     def close(self) -> None:
         """Stop background work (threads) of this iterator and its children."""
@@ -455,3 +460,20 @@ def new_root_seed() -> int:
     """A 63-bit seed for the unseeded shuffles of one dataset: fresh randomness, or the next
     draw of ``phalanx.utils.set_random_seed``'s stream once it was called."""
     return data_root_seed()
+
+
+def _safe_state(it: Any) -> Any:
+    """``it.get_state()``; the error to raise when someone asks for it; None without one."""
+    getter = getattr(it, "get_state", None)
+    if getter is None:
+        return None
+    try:
+        return getter()
+    except NotCheckpointableError as e:
+        return e
+
+
+def _unwrap_state(state: Any) -> Any:
+    if isinstance(state, BaseException):
+        raise state
+    return state

@@ -1,7 +1,5 @@
-"""Element-wise transformations: map (sequential or on threads), filter, repeat, take, skip, enumerate.
-
-``repeat``, ``take`` and ``skip`` keep the index protocol of their input
-(``IndexIterator``) so that a batch after them still gathers by index.
+"""``Dataset.map`` (sequential or on threads), and ``first_element``, how ``map`` and
+``interleave`` learn their output spec.
 """
 
 from __future__ import annotations
@@ -15,15 +13,22 @@ from typing import Any
 import numpy as np
 
 from ..errors import (
-    DatasetArgumentError,
     DatasetTypeError,
     NotCheckpointableError,
     StructureMismatchError,
 )
 from . import _structure as st
 from ._dataset import Dataset
-from ._iterator import DatasetIterator, IndexIterator, IterCtx, RandomAccess
-from ._options import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Options
+from ._iterator import (
+    ArraysAccess,
+    DatasetIterator,
+    IterCtx,
+    RandomAccess,
+    _safe_state,
+    _unwrap_state,
+    stack_elements,
+)
+from ._options import AUTOTUNE
 
 _EMPTY = object()
 
@@ -41,23 +46,6 @@ def first_element(dataset: Any) -> Any:
         return _EMPTY
     finally:
         it.close()
-
-
-def _safe_state(it: Any) -> Any:
-    """``it.get_state()``; the error to raise when someone asks for it; None without one."""
-    getter = getattr(it, "get_state", None)
-    if getter is None:
-        return None
-    try:
-        return getter()
-    except NotCheckpointableError as e:
-        return e
-
-
-def _unwrap_state(state: Any) -> Any:
-    if isinstance(state, BaseException):
-        raise state
-    return state
 
 
 class _Mapper:
@@ -96,6 +84,18 @@ class MapAccess(RandomAccess):
 
     def get(self, i: int) -> Any:
         return self.fn(self.inner.get(i))
+
+    def gather(self, idx: np.ndarray) -> Any:
+        """The mapped elements at ``idx``, with less work per element over in-memory arrays.
+
+        The function still runs once per element, in order, on the same values;
+        what is saved is the conversion and structure check of each output when
+        it is a plain tuple of numpy values (or one numpy value) like the first
+        (``_Mapper.output`` checks any other), and the per-element gather of the inputs.
+        """
+        if isinstance(self.inner, ArraysAccess) and len(idx):
+            return _map_rows(self.inner, self.fn, idx)
+        return super().gather(idx)
 
 
 class MapDataset(Dataset):
@@ -268,410 +268,43 @@ class _ParallelMapIterator(DatasetIterator):
         self.state = state["child"]
 
 
-class FilterDataset(Dataset):
-    """``Dataset.filter``."""
-
-    _input_attrs = ("_input",)
-
-    def __init__(self, input_dataset: Dataset, predicate):
-        self._input, self._pred = input_dataset, predicate
-
-    def _iterator(self, ctx):
-        return _FilterIterator(self._input._iterator(ctx), self._pred)
-
-    def _cardinality(self) -> int:
-        n = self._input._cardinality()
-        return INFINITE_CARDINALITY if n == INFINITE_CARDINALITY else UNKNOWN_CARDINALITY
-
-    def _compute_spec(self):
-        return self._input.element_spec
+_NUMPY = (np.ndarray, np.generic)
 
 
-class _FilterIterator(_MapIterator):
-    def __init__(self, child, pred):
-        self.child, self.pred = child, pred
-
-    def __next__(self):
-        while True:
-            x = next(self.child)
-            if _predicate(self.pred, x, "filter"):
-                return x
-
-
-def _predicate(pred, x, method: str) -> bool:
-    """``pred(x)`` (a tuple unpacked), which must be a scalar bool."""
-    keep = np.asarray(st.call_unpacked(pred, x))
-    if keep.shape != () or keep.dtype != np.bool_:
-        raise TypeError(
-            f"{method}: the predicate must return a scalar bool, got {keep.dtype.name} of shape "
-            f"{keep.shape}. Reduce it, e.g. with np.all(...) or a comparison."
-        )
-    return bool(keep)
-
-
-class TakeWhileDataset(FilterDataset):
-    """``Dataset.take_while``."""
-
-    def _iterator(self, ctx):
-        return _TakeWhileIterator(self._input._iterator(ctx), self._pred)
-
-    def _cardinality(self) -> int:
-        return UNKNOWN_CARDINALITY  # TensorFlow's, even over an infinite input
-
-
-class _TakeWhileIterator(_MapIterator):
-    def __init__(self, child, pred):
-        self.child, self.pred = child, pred
-        self.ended = False
-
-    def __next__(self):
-        if self.ended:
-            raise StopIteration
-        x = next(self.child)
-        if _predicate(self.pred, x, "take_while"):
-            return x
-        self.ended = True
-        raise StopIteration
-
-    def get_state(self):
-        return {"child": self.child.get_state(), "ended": self.ended}
-
-    def set_state(self, state):
-        self.child.set_state(state["child"])
-        self.ended = bool(state.get("ended", False))
-
-
-class AssertCardinalityDataset(Dataset):
-    """``Dataset.assert_cardinality``: the input, with a known length checked while iterating."""
-
-    _input_attrs = ("_input",)
-
-    def __init__(self, input_dataset: Dataset, expected: int):
-        self._input, self._expected = input_dataset, expected
-
-    def _iterator(self, ctx):
-        return _AssertCardinalityIterator(self._input._iterator(ctx), self._expected)
-
-    def _cardinality(self) -> int:
-        return self._expected
-
-    def _compute_spec(self):
-        return self._input.element_spec
-
-
-class _AssertCardinalityIterator(_MapIterator):
-    def __init__(self, child, expected: int):
-        self.child, self.expected = child, expected
-        self.count = 0
-
-    def __next__(self):
-        try:
-            x = next(self.child)
-        except StopIteration:
-            if self.expected != INFINITE_CARDINALITY and self.count < self.expected:
-                raise DatasetArgumentError(
-                    f"Input dataset was expected to contain {self.expected} elements but "
-                    f"contained only {self.count} elements. Fix the count given to "
-                    "assert_cardinality."
-                ) from None
-            raise
-        self.count += 1
-        if self.expected != INFINITE_CARDINALITY and self.count > self.expected:
-            raise DatasetArgumentError(
-                f"Input dataset was expected to contain {self.expected} elements but contained "
-                f"at least {self.count} elements. Fix the count given to assert_cardinality."
+def _map_rows(inner: ArraysAccess, mapper: Any, idx: np.ndarray) -> Any:
+    rows = [a[idx] for a in inner.leaves]
+    plain = inner.tdef is not st.LEAF and inner.tdef[0] is tuple
+    first = mapper.output(st.call_unpacked(mapper.fn, _row(inner, rows, 0, plain)))
+    width = len(first) if type(first) is tuple else None
+    if not _is_flat(mapper.tdef, width):  # dicts, nests: each output converted and checked
+        rest = [mapper(_row(inner, rows, i, plain)) for i in range(1, len(idx))]
+        return stack_elements([first, *rest])
+    outs = [first]
+    for i in range(1, len(idx)):
+        raw = st.call_unpacked(mapper.fn, _row(inner, rows, i, plain))
+        if width is None:
+            fast = isinstance(raw, _NUMPY)
+        else:
+            fast = (
+                type(raw) is tuple and len(raw) == width and all(isinstance(v, _NUMPY) for v in raw)
             )
-        return x
-
-    def get_state(self):
-        return {"child": self.child.get_state(), "count": self.count}
-
-    def set_state(self, state):
-        self.child.set_state(state["child"])
-        self.count = int(state.get("count", 0))
-
-
-class RepeatDataset(Dataset):
-    """``Dataset.repeat``: each epoch is a fresh input iterator (so shuffles reshuffle)."""
-
-    _input_attrs = ("_input",)
-
-    def __init__(self, input_dataset: Dataset, count: int | None):
-        self._input = input_dataset
-        self._count = -1 if count is None else int(count)
-
-    def _iterator(self, ctx):
-        return _RepeatIterator(self, ctx)
-
-    def _cardinality(self) -> int:
-        n = self._input._cardinality()
-        if self._count < 0:
-            return 0 if n == 0 else INFINITE_CARDINALITY
-        if n < 0:
-            return n
-        return n * self._count
-
-    def _compute_spec(self):
-        return self._input.element_spec
-
-
-class _RepeatIterator(IndexIterator):
-    def __init__(self, ds: RepeatDataset, ctx: IterCtx):
-        self.ds, self.ctx = ds, ctx
-        self.epoch = 0
-        self.seen = False
-        self.child = ds._input._iterator(ctx.child(0)) if ds._count != 0 else None
-
-    @property
-    def indexable(self):
-        return self.child is not None and self.child.indexable
-
-    @property
-    def base(self):
-        return self._base
-
-    def _next_epoch(self) -> bool:
-        self.child.close()
-        if not self.seen or (self.ds._count >= 0 and self.epoch + 1 >= self.ds._count):
-            self.child = None
-            return False
-        self.epoch += 1
-        self.seen = False
-        self.child = self.ds._input._iterator(self.ctx.child(self.epoch))
-        return True
-
-    def __next__(self):
-        while self.child is not None:
-            try:
-                x = next(self.child)
-            except StopIteration:
-                self._next_epoch()
-                continue
-            self.seen = True
-            return x
-        raise StopIteration
-
-    def next_indices(self, k):
-        while self.child is not None:
-            if not self.child.indexable:
-                return None
-            idx = self.child.next_indices(k)
-            if idx is None:
-                return None
-            if idx.size:
-                self.seen = True
-                self._base = self.child.base  # read now: the epoch may end on the next call
-                return idx
-            self._next_epoch()
-        return np.empty(0, np.int64)
-
-    def children(self):
-        return [self.child] if self.child is not None else []
-
-    def get_state(self):
-        child = None if self.child is None else self.child.get_state()
-        return {"epoch": self.epoch, "seen": self.seen, "child": child}
-
-    def set_state(self, state):
-        if self.child is not None:
-            self.child.close()
-        self.epoch, self.seen = int(state["epoch"]), bool(state["seen"])
-        if state["child"] is None:
-            self.child = None
-            return
-        self.child = self.ds._input._iterator(self.ctx.child(self.epoch))
-        self.child.set_state(state["child"])
-
-
-class TakeDataset(Dataset):
-    """``Dataset.take``."""
-
-    _input_attrs = ("_input",)
-
-    def __init__(self, input_dataset: Dataset, count: int):
-        self._input, self._count = input_dataset, int(count)
-
-    def _iterator(self, ctx):
-        return _TakeIterator(self._input._iterator(ctx), self._count)
-
-    def _cardinality(self) -> int:
-        n = self._input._cardinality()
-        if self._count < 0:
-            return n
-        if n == UNKNOWN_CARDINALITY:
-            return n
-        return self._count if n == INFINITE_CARDINALITY else min(n, self._count)
-
-    def _compute_spec(self):
-        return self._input.element_spec
-
-
-class _PassIndex(IndexIterator):
-    """Shared plumbing of index-preserving iterators over one child."""
-
-    @property
-    def indexable(self):
-        return self.child.indexable
-
-    @property
-    def base(self):
-        return self.child.base
-
-    def children(self):
-        return [self.child]
-
-
-class _TakeIterator(_PassIndex):
-    def __init__(self, child, count):
-        self.child, self.count, self.n = child, count, 0
-
-    def __next__(self):
-        if 0 <= self.count <= self.n:
-            raise StopIteration
-        x = next(self.child)
-        self.n += 1
-        return x
-
-    def next_indices(self, k):
-        if self.count >= 0:
-            k = min(k, self.count - self.n)
-            if k <= 0:
-                return np.empty(0, np.int64)
-        idx = self.child.next_indices(k)
-        if idx is not None:
-            self.n += idx.size
-        return idx
-
-    def get_state(self):
-        return {"n": self.n, "child": self.child.get_state()}
-
-    def set_state(self, state):
-        self.n = int(state["n"])
-        self.child.set_state(state["child"])
-
-
-class SkipDataset(TakeDataset):
-    """``Dataset.skip``."""
-
-    def _iterator(self, ctx):
-        return _SkipIterator(self._input._iterator(ctx), self._count)
-
-    def _cardinality(self) -> int:
-        n = self._input._cardinality()
-        if n < 0:
-            return n
-        return 0 if self._count < 0 else max(0, n - self._count)
-
-
-class _SkipIterator(_TakeIterator):
-    def _skip(self) -> bool:
-        while self.count < 0 or self.n < self.count:
-            if self.child.indexable:
-                want = 1 << 20 if self.count < 0 else self.count - self.n
-                idx = self.child.next_indices(want)
-                if idx is None:
-                    continue
-                if idx.size == 0:
-                    return False
-                self.n += idx.size
-            else:
-                try:
-                    next(self.child)
-                except StopIteration:
-                    return False
-                self.n += 1
-        return True
-
-    def __next__(self):
-        if not self._skip():
-            raise StopIteration
-        return next(self.child)
-
-    def next_indices(self, k):
-        if not self._skip():
-            return np.empty(0, np.int64)
-        return self.child.next_indices(k)
-
-
-class EnumerateAccess(RandomAccess):
-    """Random access of ``enumerate``: ``(start + i, element i)``."""
-
-    def __init__(self, inner: RandomAccess, start: int):
-        self.inner, self.start = inner, start
-        self.materialized = inner.materialized
-
-    def __len__(self) -> int:
-        return len(self.inner)
-
-    def get(self, i):
-        return (np.int64(self.start + i), self.inner.get(i))
-
-    def gather(self, idx):
-        return ((self.start + idx).astype(np.int64), self.inner.gather(idx))
-
-
-class EnumerateDataset(Dataset):
-    """``Dataset.enumerate``: ``(int64 index, element)`` pairs."""
-
-    _input_attrs = ("_input",)
-
-    def __init__(self, input_dataset: Dataset, start: int):
-        self._input, self._start = input_dataset, int(start)
-
-    def _iterator(self, ctx):
-        return _EnumerateIterator(self._input._iterator(ctx), self._start)
-
-    def _random_access(self):
-        inner = self._input._random_access()
-        return None if inner is None else EnumerateAccess(inner, self._start)
-
-    def _cardinality(self) -> int:
-        return self._input._cardinality()
-
-    def _compute_spec(self):
-        return (st.TensorSpec((), np.int64), self._input.element_spec)
-
-
-class _EnumerateIterator(_MapIterator):
-    def __init__(self, child, start):
-        self.child, self.i = child, start
-
-    def __next__(self):
-        x = next(self.child)
-        self.i += 1
-        return (np.int64(self.i - 1), x)
-
-    def get_state(self):
-        return {"i": self.i, "child": self.child.get_state()}
-
-    def set_state(self, state):
-        self.i = int(state["i"])
-        self.child.set_state(state["child"])
-
-
-class OptionsDataset(Dataset):
-    """``Dataset.with_options``: the same elements, with options attached."""
-
-    _input_attrs = ("_input",)
-
-    def __init__(self, input_dataset: Dataset, options: Options):
-        if not isinstance(options, Options):
-            raise TypeError(
-                f"with_options expects phalanx.data.Options, got {type(options).__name__}."
-            )
-        self._input, self._opts = input_dataset, options
-
-    def _options_here(self):
-        return self._opts
-
-    def _iterator(self, ctx):
-        return self._input._iterator(ctx)
-
-    def _random_access(self):
-        return self._input._random_access()
-
-    def _cardinality(self) -> int:
-        return self._input._cardinality()
-
-    def _compute_spec(self):
-        return self._input.element_spec
+        outs.append(raw if fast else mapper.output(raw))
+    try:
+        if width is None:
+            return np.stack(outs)
+        return tuple(np.stack(column) for column in zip(*outs, strict=True))
+    except ValueError:
+        return stack_elements(outs)  # says which element has which shape
+
+
+def _row(inner: ArraysAccess, rows: list[np.ndarray], i: int, plain: bool) -> Any:
+    if plain and len(rows) == len(inner.tdef[1]):
+        return tuple(r[i] for r in rows)
+    return st.unflatten(inner.tdef, [r[i] for r in rows])
+
+
+def _is_flat(tdef: Any, width: int | None) -> bool:
+    """Whether ``tdef`` is a leaf (``width`` None) or a plain tuple of ``width`` leaves."""
+    if width is None:
+        return tdef is st.LEAF
+    return tdef[0] is tuple and len(tdef[1]) == width and all(t is st.LEAF for t in tdef[1])

@@ -39,8 +39,7 @@ import numpy as np
 
 from ..io import _record_blocks as rb
 from ._interleave import InterleaveDataset, InterleaveIterator
-from ._iterator import DatasetIterator, IterCtx
-from ._map import _safe_state, _unwrap_state
+from ._iterator import DatasetIterator, IterCtx, _safe_state, _unwrap_state
 from ._prefetch import _close, background
 
 _CHUNK = 64  # elements per hand-over, at most

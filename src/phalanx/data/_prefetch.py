@@ -10,7 +10,7 @@ input's state right after the last element the consumer received: every
 queued element carries that snapshot, so read-ahead is never saved.
 
 ``fit`` may read a prefetched pipeline's batches from below the prefetch
-(``bypass``: as indices, ``_fast_path.index_batches``); the prefetch then
+(``bypass``: as indices, ``_index_batches.index_batches``); the prefetch then
 starts no thread, and its state is its input's.
 """
 
@@ -25,8 +25,7 @@ from typing import Any
 from .._threads import start_thread
 from ..errors import DatasetArgumentError
 from ._dataset import Dataset
-from ._iterator import DatasetIterator
-from ._map import _safe_state, _unwrap_state
+from ._iterator import DatasetIterator, _safe_state, _unwrap_state
 from ._options import AUTOTUNE
 
 _OK, _END, _ERROR = 0, 1, 2
@@ -126,6 +125,16 @@ class _PrefetchIterator(DatasetIterator):
             raise RuntimeError("prefetch: bypass must be called before the first element")
         self.bypassed = True
         return self.child
+
+    def index_batches(self) -> Any | None:
+        """The input's batch node, bypassing this prefetch (its thread would only run the same
+        reads ahead; its state is then its input's); None once the thread started."""
+        if self.thread is not None:
+            return None
+        node = self.child.index_batches()
+        if node is not None:
+            self.bypass()
+        return node
 
     def start(self) -> None:
         """Start reading ahead now, before the first ``__next__`` (which otherwise starts it)."""

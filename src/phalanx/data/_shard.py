@@ -37,9 +37,11 @@ from ..errors import AutoShardError, BatchNotDivisibleError, DatasetArgumentErro
 from ._batch import BatchDataset
 from ._dataset import Dataset, check_positive
 from ._iterator import state_int
-from ._map import OptionsDataset, RepeatDataset, SkipDataset, TakeDataset, _PassIndex
 from ._options import AutoShardPolicy
+from ._repeat import RepeatDataset
 from ._sources import FileSourceDataset
+from ._take_skip import SkipDataset, TakeDataset, _PassIndex
+from ._with_options import OptionsDataset
 
 
 class ShardDataset(Dataset):

@@ -22,8 +22,14 @@ from typing import Any
 from . import _structure as st
 from ._cache import _to_access
 from ._dataset import Dataset
-from ._iterator import AccessIterator, DatasetIterator, IterCtx, state_int
-from ._map import _safe_state, _unwrap_state
+from ._iterator import (
+    AccessIterator,
+    DatasetIterator,
+    IterCtx,
+    _safe_state,
+    _unwrap_state,
+    state_int,
+)
 from ._options import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
 
 
