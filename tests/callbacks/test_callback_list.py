@@ -221,12 +221,7 @@ def test_lambda_callback_hooks(make_model):
     assert calls == ["train_begin", "epoch_begin 0", "batch_end 1", f"test_end {val_loss}"]
 
 
-def test_lambda_callback_refuses_unknown_hooks_and_non_functions():
-    with pytest.raises(
-        TypeError,
-        match=r"on_epoch_ends=\.\.\., which is not a callback hook. Hooks: .*on_epoch_end",
-    ):
-        LambdaCallback(on_epoch_ends=print)
+def test_lambda_callback_refuses_non_functions():
     with pytest.raises(TypeError, match=r"on_epoch_end must be a function; received 3 \(int\)"):
         LambdaCallback(on_epoch_end=3)
 

@@ -45,10 +45,13 @@ def test_patience_zero_stops_at_first_non_improving_epoch(model):
     assert history.epoch == [0, 1, 2]
 
 
-def test_never_stops_on_the_first_epoch(model):
-    history = _run(model, EarlyStopping(monitor="val_loss"), [float("nan"), 0.5, 0.6, 0.4])
-    # A NaN is no improvement, but Keras never stops at epoch 0; epoch 2 does not improve.
-    assert history.epoch == [0, 1, 2]
+def test_a_first_nan_is_the_best_as_keras(model):
+    stopper = EarlyStopping(monitor="val_loss")
+    history = _run(model, stopper, [float("nan"), 0.5, 0.6, 0.4])
+    # Keras 3: the first value watched is the best (best is None before), even NaN; no
+    # value compares better than NaN, so epoch 1 does not improve and stops.
+    assert history.epoch == [0, 1]
+    assert np.isnan(stopper.best)
 
 
 def test_an_improving_epoch_never_stops(model):
@@ -160,11 +163,11 @@ def test_missing_monitor_warns_once_naming_the_available_keys(model):
     assert history.epoch == [0, 1, 2]  # no stop without a value
 
 
-def test_unknown_mode_is_refused():
-    with pytest.raises(
-        ValueError, match=r"mode must be 'auto', 'min' or 'max'; received mode='minimum'"
-    ):
-        EarlyStopping(mode="minimum")
+def test_unknown_mode_warns_and_watches_in_auto_mode_as_keras():
+    with pytest.warns(UserWarning, match=r"EarlyStopping mode 'minimum' is unknown, fallback"):
+        assert EarlyStopping(mode="minimum").mode == "auto"
+    with pytest.raises(ValueError, match=r"mode must be 'auto', 'min' or 'max'; received mode=1"):
+        EarlyStopping(mode=1)
 
 
 def test_negative_patience_stops_as_zero_as_keras(model):

@@ -79,7 +79,7 @@ def test_verbose_messages(model, tmp_path, capsys):
     _run(model, ckpt, [0.5, 0.6])
     out = capsys.readouterr().out
     assert (
-        f"Epoch 1: val_loss improved from inf to 0.50000, saving model to {tmp_path / 'b.npz'}"
+        f"Epoch 1: val_loss improved from None to 0.50000, saving model to {tmp_path / 'b.npz'}"
         in out
     )
     assert "Epoch 2: val_loss did not improve from 0.50000" in out

@@ -76,9 +76,13 @@ class EarlyStopping(MonitorCallback):
         self.best_weights: list[np.ndarray] | None = None
 
     def on_train_begin(self, logs: Logs | None = None) -> None:
-        """Resets the counters, the best value and the saved weights (instances are reusable)."""
+        """Resets the counters, the best value (to ``None``, as Keras) and the saved weights.
+
+        Instances are reusable: a second ``fit`` starts from no best value.
+        """
         self.wait = 0
         self.stopped_epoch = 0
+        self.best = None
         self.best_epoch = 0
         self.best_weights = None
         self._warned_missing = False
@@ -89,9 +93,7 @@ class EarlyStopping(MonitorCallback):
         current = self._monitor_value(logs)
         if current is None or epoch < self.start_from_epoch:
             return
-        if self._direction is None:
-            self._resolve_direction()
-            self._reset_best()
+        self._resolve_direction()
         self.wait += 1
         improved = self._is_improvement(current, self.best)
         if self.restore_best_weights and (improved or self.best_weights is None):

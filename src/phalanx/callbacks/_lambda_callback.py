@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -18,8 +19,10 @@ class LambdaCallback(Callback):
     Each function takes the hook's arguments: ``on_epoch_begin(epoch, logs)``,
     ``on_epoch_end(epoch, logs)``, ``on_train_begin(logs)``,
     ``on_train_end(logs)``, ``on_train_batch_begin(batch, logs)``,
-    ``on_train_batch_end(batch, logs)``; any other hook (``on_test_end=...``)
-    may be given by keyword too.
+    ``on_train_batch_end(batch, logs)``. Other keywords become attributes,
+    as Keras 3 does: a hook by name (``on_test_begin=...``,
+    ``on_predict_end=...``) is then called as that hook; another name
+    (``custom_method=...``) is kept for the user's own use.
 
     Args:
         on_epoch_begin: Called at the start of each epoch.
@@ -28,10 +31,14 @@ class LambdaCallback(Callback):
         on_train_end: Called when training ends.
         on_train_batch_begin: Called before each execution of steps.
         on_train_batch_end: Called after each execution of steps.
-        **kwargs: Other hooks by name.
+        **kwargs: Other hooks, or attributes, by name.
 
     Raises:
-        TypeError: A function is not callable, or a keyword names no hook.
+        TypeError: A hook's function is not callable.
+
+    Warns:
+        UserWarning: A keyword starts with ``on_`` but names no hook (a typo
+            such as ``on_epoch_ends``, which Keras keeps silently and never calls).
 
     Example:
         >>> from phalanx.callbacks import LambdaCallback
@@ -50,9 +57,19 @@ class LambdaCallback(Callback):
         on_train_end: Callable[..., Any] | None = None,
         on_train_batch_begin: Callable[..., Any] | None = None,
         on_train_batch_end: Callable[..., Any] | None = None,
-        **kwargs: Callable[..., Any],
+        **kwargs: Any,
     ) -> None:
         super().__init__()
+        for name, value in kwargs.items():
+            if name in _HOOKS:
+                continue
+            if name.startswith("on_"):
+                warnings.warn(
+                    f"LambdaCallback got {name}=..., which is no callback hook: it is kept as "
+                    f"an attribute and never called. Hooks: {', '.join(sorted(_HOOKS))}.",
+                    stacklevel=2,
+                )
+            setattr(self, name, value)
         hooks = {
             "on_epoch_begin": on_epoch_begin,
             "on_epoch_end": on_epoch_end,
@@ -60,14 +77,9 @@ class LambdaCallback(Callback):
             "on_train_end": on_train_end,
             "on_train_batch_begin": on_train_batch_begin,
             "on_train_batch_end": on_train_batch_end,
-            **kwargs,
+            **{name: value for name, value in kwargs.items() if name in _HOOKS},
         }
         for name, function in hooks.items():
-            if name not in _HOOKS:
-                raise TypeError(
-                    f"LambdaCallback got {name}=..., which is not a callback hook. "
-                    f"Hooks: {', '.join(sorted(_HOOKS))}."
-                )
             if function is None:
                 continue
             if not callable(function):

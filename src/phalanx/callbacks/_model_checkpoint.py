@@ -124,14 +124,16 @@ class ModelCheckpoint(MonitorCallback):
         self._current_epoch = 0
 
     def on_train_begin(self, logs: Logs | None = None) -> None:
-        """Resets the step count and the best value; refuses a folder that is a file."""
+        """Resets the step count; refuses a folder that is a file.
+
+        The best value is kept, as in Keras 3: a second ``fit`` with the same
+        callback saves only what beats the first one's best.
+        """
         _check_folders(self.filepath.split("{")[0] + "_", self.filepath)
         self._steps.reset()
         self._warned_missing = False
-        self._direction = None
         if self.save_best_only:
             self._resolve_direction()
-            self._reset_best()
 
     def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
         """Remembers the epoch, for the file name and the step count."""
@@ -171,13 +173,11 @@ class ModelCheckpoint(MonitorCallback):
             Checkpoint(model=self.model).write(filepath)
 
     def _improved(self, epoch: int, logs: Logs, filepath: str) -> bool:
-        if self._direction is None:  # used without on_train_begin
-            self._resolve_direction()
-            self._reset_best()
+        self._resolve_direction()  # also when used without on_train_begin
         current = self._monitor_value(logs)
         if current is None:
             return True  # Keras saves when it cannot compare
-        best = f"{self.best:.5f}"  # "inf" before the first value, as Keras
+        best = "None" if self.best is None else f"{self.best:.5f}"  # as Keras 3
         if self._is_improvement(current, self.best):
             if self.verbose > 0:
                 _process.print_msg(

@@ -9,7 +9,6 @@ and a metric object on ``model.metrics`` that says its ``direction``
 
 from __future__ import annotations
 
-import math
 import warnings
 from typing import Any
 
@@ -33,12 +32,24 @@ _UP_PREFIXES = (
 
 
 def check_mode(owner: str, mode: Any) -> str:
-    """Returns ``mode`` when it is one of ``auto``/``min``/``max``, else raises ValueError."""
-    if not isinstance(mode, str) or mode not in MODES:
+    """Returns ``mode`` when it is one of ``auto``/``min``/``max``.
+
+    Another string is what Keras 3 warns about and replaces by ``"auto"``
+    (``"ModelCheckpoint mode 'unknown' is unknown, fallback to auto mode."``);
+    phalanx does the same. Anything but a string raises ValueError.
+    """
+    if not isinstance(mode, str):
         raise CallbackArgumentError(
             f"{owner}: mode must be 'auto', 'min' or 'max'; received mode={mode!r}. "
             "Use 'min' for losses and errors, 'max' for accuracies and scores."
         )
+    if mode not in MODES:
+        warnings.warn(
+            f"{owner} mode '{mode}' is unknown, fallback to auto mode. "
+            "Pass mode='min' for losses and errors, 'max' for accuracies and scores.",
+            stacklevel=4,
+        )
+        return "auto"
     return mode
 
 
@@ -74,7 +85,9 @@ class MonitorCallback(Callback):
         monitor: The name in the logs to watch.
         mode: ``"auto"``, ``"min"`` or ``"max"``.
         min_delta: Least change (absolute) that counts as an improvement.
-        initial_best: The best value before the first epoch (``None``: +/-inf).
+        initial_best: The best value before the first epoch. ``None`` (the
+            default) means none yet, as Keras 3: the first value watched is
+            always an improvement, even NaN.
     """
 
     def __init__(
@@ -87,7 +100,7 @@ class MonitorCallback(Callback):
         self.min_delta = abs(float(min_delta))
         self._initial_best = initial_best
         self._direction: str | None = None  # "min"/"max" once resolved
-        self.best: float = math.nan
+        self.best: float | None = initial_best
         self._warned_missing = False
 
     def _resolve_direction(self, *, fallback: str | None = None) -> str:
@@ -103,13 +116,12 @@ class MonitorCallback(Callback):
         return self._direction
 
     def _reset_best(self) -> None:
-        if self._initial_best is not None:
-            self.best = float(self._initial_best)
-        else:
-            self.best = math.inf if self._direction == "min" else -math.inf
+        self.best = None if self._initial_best is None else float(self._initial_best)
 
-    def _is_improvement(self, value: float, reference: float) -> bool:
-        """Whether ``value`` beats ``reference`` by more than ``min_delta``."""
+    def _is_improvement(self, value: float, reference: float | None) -> bool:
+        """Whether ``value`` beats ``reference`` by more than ``min_delta`` (``None``: yes)."""
+        if reference is None:
+            return True
         if self._direction == "min":
             return value + self.min_delta < reference
         return value - self.min_delta > reference

@@ -81,7 +81,7 @@ class ReduceLROnPlateau(MonitorCallback):
         self.cooldown_counter = 0
 
     def on_train_begin(self, logs: Logs | None = None) -> None:
-        """Resets the wait and cooldown counters and the best value."""
+        """Resets the wait and cooldown counters and the best value (to ``None``, as Keras)."""
         self.wait = 0
         self.cooldown_counter = 0
         self._warned_missing = False
