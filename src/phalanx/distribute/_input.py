@@ -188,6 +188,7 @@ class DistributedDataset:
             self._options,
             self._per_process_batch,
             stack=self._stack,
+            share_rows=getattr(self._dataset, "_share_rows", None),
         )
         it._dataset = self
         return it
@@ -226,12 +227,14 @@ class _DeviceBatches:
         options: InputOptions,
         per_process_batch: int | None,
         stack: int | None,
+        share_rows: _ShareRows | None = None,
     ):
         self._strategy = strategy
         self._it = local_iterator
         self._options = options
         self._batch = per_process_batch
         self._stack = stack
+        self._share_rows = share_rows
 
     def __iter__(self) -> _DeviceBatches:
         return self
@@ -279,7 +282,8 @@ class _DeviceBatches:
             )
         size = batch_rows(host, what="A distributed dataset's batch")
         if self._batch is None:
-            self._batch = size
+            known = self._share_rows.value if self._share_rows is not None else None
+            self._batch = known or size
         policy = self._options.partial_batch
         if size != self._batch:
             if policy == "drop":
@@ -305,8 +309,11 @@ class DistributedIterator:
         per_process_batch: int | None,
         *,
         stack: int | None = None,
+        share_rows: _ShareRows | None = None,
     ):
-        self._source = _DeviceBatches(strategy, local_iterator, options, per_process_batch, stack)
+        self._source = _DeviceBatches(
+            strategy, local_iterator, options, per_process_batch, stack, share_rows
+        )
         self._options = options
         self._it = self._start()
 
@@ -428,9 +435,10 @@ class _ReplicaBatches(Dataset):
 
     def __init__(self, input_dataset: Dataset, k: int):
         self._input, self._k = input_dataset, k
+        self._share_rows = _ShareRows()
 
     def _iterator(self, ctx):
-        return _ReplicaBatchesIterator(self._input._iterator(ctx), self._k)
+        return _ReplicaBatchesIterator(self._input._iterator(ctx), self._k, self._share_rows)
 
     def _cardinality(self) -> int:
         n = self._input._cardinality()
@@ -448,12 +456,23 @@ class _ReplicaBatches(Dataset):
         )
 
 
+class _ShareRows:
+    """The rows of a full share (``k`` times the first per-replica batch's), once known.
+
+    Read by ``_DeviceBatches`` as the full size, so that a first share of fewer
+    than ``k`` per-replica batches (a pipeline with fewer batches than replicas)
+    is a partial batch, not ``k`` smaller ones.
+    """
+
+    value: int | None = None
+
+
 class _ReplicaBatchesIterator(DatasetIterator):
-    def __init__(self, child: Any, k: int):
-        self.child, self.k = child, k
+    def __init__(self, child: Any, k: int, rows: _ShareRows):
+        self.child, self.k, self.rows = child, k, rows
 
     def __next__(self) -> Any:
-        return _join(self.child, self.k)
+        return _join(self.child, self.k, self.rows)
 
     def children(self):
         return [self.child]
@@ -470,18 +489,20 @@ class _ReplicaBatchesIterable:
 
     def __init__(self, iterable: Any, k: int):
         self._iterable, self._k = iterable, k
+        self._share_rows = _ShareRows()
 
     def __iter__(self):
         it = iter(self._iterable)
         while True:
             try:
-                yield _join(it, self._k)
+                yield _join(it, self._k, self._share_rows)
             except StopIteration:
                 return
 
 
-def _join(it: Any, k: int) -> Any:
-    """The next ``k`` elements of ``it`` joined on axis 0 (fewer at its end)."""
+def _join(it: Any, k: int, rows: _ShareRows) -> Any:
+    """The next ``k`` elements of ``it`` joined on axis 0 (fewer at its end); ``rows``
+    learns the full share's rows from the first element."""
     parts = []
     for _ in range(k):
         try:
@@ -497,6 +518,9 @@ def _join(it: Any, k: int) -> Any:
                 "per-replica batches (arrays with a leading batch axis); got an element with "
                 "a scalar. Batch it with .batch(ctx.get_per_replica_batch_size(global_batch))."
             )
+    if rows.value is None:
+        first = batch_rows(parts[0], what="A per-replica batch")
+        rows.value = None if first is None else first * k
     if len(parts) == 1:
         return parts[0]
     return jax.tree.map(lambda *a: np.concatenate(a), *parts)
