@@ -40,7 +40,7 @@ UNCLOSED = textwrap.dedent(
 
 
 def _readme_block(heading: str) -> str:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "guide.md").read_text()
     section = text.split(heading, 1)[1]
     return re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
 
