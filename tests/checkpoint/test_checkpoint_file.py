@@ -203,30 +203,43 @@ def test_a_write_that_fails_leaves_the_checkpoint_there_whole(tmp_path, monkeypa
 
 
 def _with_table(path, table):
-    """Rewrites the checkpoint's array table (as a damaged or hostile file would have it)."""
+    """Rewrites the checkpoint's array table (as a hostile file would have it: its header's
+    CRC32C recomputed, so that only the table's checks can refuse it)."""
     import json
+
+    import crc32c
 
     file = os.path.join(path, _file.FILE)
     with open(file, "rb") as f:
         raw = f.read()
     length = int.from_bytes(raw[8:16], "little")
-    header = json.loads(raw[16 : 16 + length])
+    header = json.loads(raw[20 : 20 + length])
     data = raw[-header["data_bytes"] :]
     encoded = json.dumps(dict(header, arrays={"m": table})).encode()
-    padding = b"\0" * (-(16 + len(encoded)) % 64)
+    size = len(encoded).to_bytes(8, "little")
+    crc = crc32c.crc32c(size + encoded).to_bytes(4, "little")
+    padding = b"\0" * (-(20 + len(encoded)) % 64)
     with open(file, "wb") as f:
-        f.write(raw[:8] + len(encoded).to_bytes(8, "little") + encoded + padding + data)
+        f.write(raw[:8] + size + crc + encoded + padding + data)
 
 
 @pytest.mark.parametrize(
     "table, says",
     [
-        ([["a0", "float64", [-1, -4], 0, 32]], r"shape \[-1, -4\]"),
-        ([["a0", "no-such-type", [4], 0, 32]], "unknown dtype 'no-such-type'"),
-        ([["a0", "float64", [4], 0]], "array table is not phalanx's"),
-        ([["a0", "float64", [5], 0, 40]], "lies outside the data"),
-        ([["a0", "float64", [4], 8, 32]], "lies outside the data"),
-        ([["a0", "float32", [4], 0, 32]], r"32 bytes for shape \[4\] float32"),
+        ([["a0", "float64", [-1, -4], 0, 32, 0]], r"shape \[-1, -4\]"),
+        ([["a0", "no-such-type", [4], 0, 32, 0]], "unknown dtype 'no-such-type'"),
+        ([["a0", "float64", [4], 0, 32]], "array table is not phalanx's"),
+        ([["a0", "float64", [5], 0, 40, 0]], "lies outside the data"),
+        ([["a0", "float64", [4], 8, 32, 0]], "lies outside the data"),
+        ([["a0", "float32", [4], 0, 32, 0]], r"32 bytes for shape \[4\] float32"),
+        ([["a0", "object", [4], 0, 32, 0]], "dtype 'object', not one of numbers"),
+        # 2**32 * 2**32 wraps to 0 in int64: the product is taken in Python's ints
+        ([["a0", "float64", [2**32, 2**32, 0], 0, 0, 0]], "too large for any array"),
+        ([["a0", "float64", [2**32, 2**32], 0, 0, 0]], "too large for any array"),
+        (
+            [["a0", "float64", [4], 0, 32, 123]],
+            r"array m/a0 \(float64 \[4\]\) does not match its CRC32C",
+        ),
         ("not a table", "array table is not phalanx's"),
     ],
 )
@@ -236,3 +249,55 @@ def test_a_hostile_array_table_is_refused_before_reading(tmp_path, table, says):
     _with_table(path, table)
     with pytest.raises(CheckpointError, match=says):
         _file.read_arrays(path, ["m"])
+
+
+def _with_header_text(path, text):
+    """Replaces the checkpoint's header by ``text`` (bytes), with a matching CRC32C."""
+    import crc32c
+
+    file = os.path.join(path, _file.FILE)
+    size = len(text).to_bytes(8, "little")
+    crc = crc32c.crc32c(size + text).to_bytes(4, "little")
+    with open(file, "wb") as f:
+        f.write(_file.MAGIC + size + crc + text + b"\0" * (-(20 + len(text)) % 64))
+
+
+@pytest.mark.parametrize("deep", [600, 200_000])
+def test_a_header_nested_too_deep_is_refused_not_a_recursion_error(tmp_path, deep):
+    path = str(tmp_path / "c")
+    _file.write(path, {}, {"format": "x"})
+    nested = b"[" * deep + b"]" * deep
+    _with_header_text(path, b'{"meta": {"x": ' + nested + b'}, "arrays": {}, "data_bytes": 0}')
+    with pytest.raises(CheckpointError, match=r"state\.phalanx' is damaged: its header (nests|is)"):
+        _file.read_meta(path)
+
+
+@pytest.mark.parametrize(
+    "text", [b"[]", b'"x"', b"null", b'{"meta": null, "arrays": {}, "data_bytes": 0}']
+)
+def test_a_header_of_another_shape_is_refused(tmp_path, text):
+    path = str(tmp_path / "c")
+    _file.write(path, {}, {"format": "x"})
+    _with_header_text(path, text)
+    with pytest.raises(CheckpointError, match="its header is not phalanx's"):
+        _file.read_meta(path)
+
+
+def test_a_file_of_the_first_version_without_crcs_still_reads(tmp_path):
+    """phalanx before the CRCs wrote PHALANX\\x01, rows of 5 fields and no header CRC."""
+    import json
+
+    data = np.arange(4.0)
+    header = json.dumps(
+        {
+            "meta": {"format": "x"},
+            "arrays": {"m": [["a0", "float64", [4], 0, 32]]},
+            "data_bytes": 32,
+        }
+    ).encode()
+    head = _file.MAGIC_V1 + len(header).to_bytes(8, "little") + header
+    head += b"\0" * (-len(head) % 64)
+    os.makedirs(tmp_path / "c")
+    (tmp_path / "c" / _file.FILE).write_bytes(head + data.tobytes())
+    assert _file.read_meta(str(tmp_path / "c")) == {"format": "x"}
+    np.testing.assert_array_equal(_file.read_arrays(str(tmp_path / "c"), ["m"])["m"]["a0"], data)

@@ -5,11 +5,23 @@ uploads and deletes treat both alike) holding one file, :data:`FILE`:
 
     8 bytes   MAGIC
     8 bytes   the header's length H, little-endian
+    4 bytes   the CRC32C of the 8 length bytes and the header, little-endian
     H bytes   the header, JSON: {"meta": the checkpoint's meta (``_objects``),
-              "arrays": {object: [[key, dtype, shape, offset, nbytes], ...]},
+              "arrays": {object: [[key, dtype, shape, offset, nbytes, crc32c], ...]},
               "data_bytes": the data's length}
-    padding   to a multiple of 64 bytes
+    padding   zeros, to a multiple of 64 bytes
     data      each array's bytes, C order, at its offset from the data's start
+
+Every byte is checked on restore (TensorFlow's tensor bundle keeps a CRC32C
+per tensor, orbax's zarr chunks theirs): the magic, the header's CRC (which
+covers its length), each array's CRC32C before it is handed to a model, the
+padding's zeros, and the file's length. A bit flipped anywhere is a
+``CheckpointError`` that names the file and, in the data, the array: never a
+silent restore of other weights or another epoch (tests/checkpoint/
+test_checkpoint_bit_flips.py flips every bit class of a file; docs/reliability.md).
+Files of the first version (``PHALANX\x01``, no CRCs: phalanx before this
+check) are still read, checked as before; a single bit flip cannot turn the
+current magic into that one.
 
 Why not orbax here (DESIGN.md's decision, docs/checkpoints.md): orbax's
 composite save of the seeds' MLP state costs ~19 ms of CPU (its handlers,
@@ -56,8 +68,14 @@ from ..errors import CheckpointError, CheckpointWriteError
 
 #: The one file of a checkpoint in this format.
 FILE = "state.phalanx"
-MAGIC = b"PHALANX\x01"
+MAGIC = b"PHALANX\x02"
+#: The first version's magic: no CRCs (still read).
+MAGIC_V1 = b"PHALANX\x01"
 _LENGTH = struct.Struct("<Q")
+_CRC = struct.Struct("<I")
+#: JSON nesting a header may have (phalanx's own: under 30): deeper is refused
+#: before Python's recursion limit turns it into a RecursionError.
+MAX_HEADER_DEPTH = 500
 _ALIGN = 64
 #: The suffix of the folder a checkpoint is written in before its rename.
 TMP = ".phalanx-tmp-"
@@ -97,13 +115,21 @@ def encode(arrays: dict, meta: dict) -> tuple[bytes, list]:
         for key, array in tree.items():
             array = np.asarray(array)
             data = _as_bytes(array)
-            rows.append([key, array.dtype.name, list(array.shape), offset, int(data.nbytes)])
+            nbytes = int(data.nbytes)
+            rows.append([key, array.dtype.name, list(array.shape), offset, nbytes, _crc(data)])
             chunks.append(data)
-            offset += int(data.nbytes)
+            offset += nbytes
     header = json.dumps({"meta": meta, "arrays": table, "data_bytes": offset}).encode()
-    head = MAGIC + _LENGTH.pack(len(header)) + header
+    length = _LENGTH.pack(len(header))
+    head = MAGIC + length + _CRC.pack(_crc(length + header)) + header
     head += b"\0" * (-len(head) % _ALIGN)
     return head, chunks
+
+
+def _crc(data) -> int:
+    import crc32c
+
+    return crc32c.crc32c(data)
 
 
 def commit(tmp: str, path: str) -> None:
@@ -222,43 +248,55 @@ def write(path: str, arrays: dict, meta: dict) -> None:
 
 def _damaged(file: str, why: str) -> CheckpointError:
     return CheckpointError(
-        f"The checkpoint file {file!r} is damaged: {why}. It was not written whole by "
-        "phalanx (a copy cut short, or another file under this name); restore an earlier "
+        f"The checkpoint file {file!r} is damaged: {why}. It is not as phalanx wrote it "
+        "(a copy cut short, a disk or transfer error, or another file under this name); "
+        "restore an earlier "
         "checkpoint (CheckpointManager(...).checkpoints lists them)."
     )
 
 
 def read_header(path: str) -> tuple[dict, int]:
-    """``(header, data_start)`` of the checkpoint at ``path``, checked against the file's length.
+    """``(header, data_start)`` of the checkpoint at ``path``, checked against its CRC, the
+    padding and the file's length.
 
     Raises:
-      CheckpointError: the file is not this format, or is shorter or longer than its header says.
+      CheckpointError: the file is not this format, its header's CRC32C differs, or it is
+        shorter or longer than its header says.
     """
     file = os.path.join(path, FILE)
     size = os.path.getsize(file)
     with open(file, "rb") as f:
         start = f.read(len(MAGIC) + _LENGTH.size)
-        if len(start) < len(MAGIC) + _LENGTH.size or start[: len(MAGIC)] != MAGIC:
+        magic = start[: len(MAGIC)]
+        if len(start) < len(MAGIC) + _LENGTH.size or magic not in (MAGIC, MAGIC_V1):
             raise _damaged(file, f"it does not start with {MAGIC!r}")
         (length,) = _LENGTH.unpack_from(start, len(MAGIC))
         if length > size:
             raise _damaged(file, f"its header says {length} bytes, the file has {size}")
-        try:
-            header = json.loads(f.read(length))
-            rows = header["arrays"]
-            data_bytes = int(header["data_bytes"])
-        except (ValueError, KeyError, TypeError) as error:
-            raise _damaged(file, f"its header is not phalanx's ({error})") from None
-    data_start = len(start) + length
-    data_start += -data_start % _ALIGN
+        if magic == MAGIC:
+            crc = f.read(_CRC.size)
+            text = f.read(length)
+            if len(crc) < _CRC.size or _CRC.unpack(crc)[0] != _crc(start[len(MAGIC) :] + text):
+                raise _damaged(file, "its header's CRC32C does not match (a bit changed)")
+            start += crc
+        else:
+            text = f.read(length)
+        data_start = len(start) + length
+        padding = f.read(-data_start % _ALIGN)
+        data_start += len(padding)
+        if padding.strip(b"\0"):
+            raise _damaged(file, "its padding after the header is not zeros")
+    header, rows, data_bytes = _parse_header(file, text)
     if size != data_start + data_bytes:
         raise _damaged(
             file, f"it has {size} bytes, its header says {data_start + data_bytes} (truncated?)"
         )
     try:
         for name, table in rows.items():
-            for key, dtype, shape, offset, nbytes in table:
-                _check_row(file, f"{name}/{key}", dtype, shape, offset, nbytes, data_bytes)
+            for row in table:
+                if len(row) != (6 if magic == MAGIC else 5):
+                    raise ValueError(f"a row of {len(row)} fields")
+                _check_row(file, f"{name}/{row[0]}", *row[1:5], data_bytes)
     except CheckpointError:
         raise
     except (ValueError, TypeError, AttributeError) as error:  # rows of the wrong shape
@@ -266,16 +304,52 @@ def read_header(path: str) -> tuple[dict, int]:
     return header, data_start
 
 
-def _check_row(file, name, dtype, shape, offset, nbytes, data_bytes) -> None:
-    import numpy as np
+def _parse_header(file: str, text: bytes) -> tuple[dict, dict, int]:
+    """``(header, rows, data_bytes)`` of a header's JSON, nesting at most MAX_HEADER_DEPTH."""
+    try:
+        header = json.loads(text)
+        rows = header["arrays"]
+        data_bytes = int(header["data_bytes"])
+        if not isinstance(header.get("meta"), dict) or not isinstance(rows, dict):
+            raise TypeError("no meta or array table")
+    except (ValueError, KeyError, TypeError, RecursionError) as error:
+        raise _damaged(file, f"its header is not phalanx's ({type(error).__name__})") from None
+    if _depth(header) > MAX_HEADER_DEPTH:  # what reads it later recurses
+        raise _damaged(file, f"its header nests deeper than {MAX_HEADER_DEPTH}")
+    return header, rows, data_bytes
 
-    if not all(isinstance(n, int) and n >= 0 for n in (*shape, offset, nbytes)):
+
+def _depth(value: Any) -> int:
+    """How deep lists and dicts nest in ``value`` (without recursion)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        value, depth = todo.pop()
+        if isinstance(value, dict | list):
+            deepest = max(deepest, depth)
+            if depth <= MAX_HEADER_DEPTH:
+                todo.extend(
+                    (v, depth + 1) for v in (value.values() if isinstance(value, dict) else value)
+                )
+    return deepest
+
+
+def _check_row(file, name, dtype, shape, offset, nbytes, data_bytes) -> None:
+    if not isinstance(shape, list) or not all(
+        type(n) is int and n >= 0 for n in (*shape, offset, nbytes)
+    ):
         raise _damaged(file, f"array {name} has shape {shape}, offset {offset}, {nbytes} bytes")
     try:
-        itemsize = _dtype(dtype).itemsize
+        kind = _dtype(dtype)
     except (TypeError, AttributeError):
         raise _damaged(file, f"array {name} has an unknown dtype {dtype!r}") from None
-    if int(np.prod(shape, dtype=np.int64)) * itemsize != nbytes:
+    if kind.hasobject or kind.kind not in "biufcV" or kind.fields is not None:
+        raise _damaged(file, f"array {name} has dtype {dtype!r}, not one of numbers")
+    elements = extent = 1
+    for n in shape:  # Python ints: a product that would wrap around int64 is just too large
+        elements, extent = elements * n, extent * max(n, 1)
+    if extent >= 2**62:  # numpy refuses such a shape, even with a zero in it
+        raise _damaged(file, f"array {name} has shape {shape}, too large for any array")
+    if elements * kind.itemsize != nbytes:
         raise _damaged(file, f"array {name} has {nbytes} bytes for shape {shape} {dtype}")
     if offset + nbytes > data_bytes:
         raise _damaged(file, f"array {name} lies outside the data")
@@ -299,10 +373,17 @@ def read_arrays(path: str, names: list[str]) -> dict:
     out: dict[str, dict] = {}
     with open(file, "rb") as f:
         for name in names:
-            for key, dtype, shape, offset, nbytes in header["arrays"].get(name, []):
+            for key, dtype, shape, offset, nbytes, *crc in header["arrays"].get(name, []):
                 array = np.empty(shape, _dtype(dtype))  # checked by read_header
                 f.seek(data_start + offset)
-                if f.readinto(array.reshape(-1).view(np.uint8)) != nbytes:
+                data = array.reshape(-1).view(np.uint8)
+                if f.readinto(data) != nbytes:
                     raise _damaged(file, f"array {name}/{key} is cut short")
+                if crc and _crc(data) != crc[0]:
+                    raise _damaged(
+                        file,
+                        f"array {name}/{key} ({dtype} {shape}) does not match its CRC32C "
+                        "(a bit changed)",
+                    )
                 out.setdefault(name, {})[key] = array
     return out

@@ -129,9 +129,12 @@ def read_meta(path: str, reader=None) -> dict:
 
 
 def read_arrays(path: str, meta: dict, names: list[str], reader=None) -> dict:
-    """The arrays of the objects ``names`` as host numpy arrays, by object."""
-    import numpy as np
+    """The arrays of the objects ``names`` as host numpy arrays, by object, each checked
+    against the checkpoint's manifest (its count, shapes and dtypes).
 
+    Raises:
+      CheckpointError: the data does not match the manifest, or the file is damaged.
+    """
     counts = {
         name: len(meta["objects"][name].get("arrays", []))
         for name in names
@@ -140,7 +143,40 @@ def read_arrays(path: str, meta: dict, names: list[str], reader=None) -> dict:
     if not counts:
         return {}
     if _file.is_file_checkpoint(path):
-        return _file.read_arrays(path, list(counts))
+        got = _file.read_arrays(path, list(counts))
+    else:
+        got = _read_orbax_arrays(path, counts, reader)
+    for name in counts:
+        _check_against_manifest(path, name, meta["objects"][name]["arrays"], got.get(name, {}))
+    return got
+
+
+def _check_against_manifest(path: str, name: str, manifest: list, arrays: dict) -> None:
+    """Refuses arrays whose number, shape or dtype differ from the checkpoint's own manifest
+    (a row of the array table that says float64[4] where the manifest says float32[8])."""
+    import numpy as np
+
+    extra = sorted(set(arrays) - {f"a{i}" for i in range(len(manifest))})
+    for i, (array_name, spec) in enumerate(manifest):
+        array = arrays.get(f"a{i}")
+        want = f"{spec.get('dtype')}{list(spec.get('shape', []))}"
+        got = "missing" if array is None else f"{array.dtype.name}{list(np.shape(array))}"
+        if got != want:
+            raise CheckpointError(
+                f"The checkpoint {path!r} is damaged: {name}'s array {array_name!r} is "
+                f"{got} in its data, but {want} in its manifest. Nothing was restored; "
+                "restore an earlier checkpoint."
+            )
+    if extra:
+        raise CheckpointError(
+            f"The checkpoint {path!r} is damaged: {name} has arrays {extra} that its manifest "
+            "does not list. Nothing was restored; restore an earlier checkpoint."
+        )
+
+
+def _read_orbax_arrays(path: str, counts: dict, reader) -> dict:
+    import numpy as np
+
     o = ocp()
     restore_args = {
         name: {f"a{i}": o.RestoreArgs(restore_type=np.ndarray) for i in range(n)}
@@ -148,4 +184,4 @@ def read_arrays(path: str, meta: dict, names: list[str], reader=None) -> dict:
     }
     reader = reader or checkpointer(False)
     args = o.args.PyTreeRestore(restore_args=restore_args, partial_restore=True)
-    return reader.restore(path, args=o.args.Composite(**{ARRAYS: args}))[ARRAYS]
+    return dict(reader.restore(path, args=o.args.Composite(**{ARRAYS: args}))[ARRAYS])
