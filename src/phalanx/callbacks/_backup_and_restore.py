@@ -14,6 +14,23 @@ from ._args import check_path
 from ._callback import Callback, Logs
 
 
+def _is_checkpoint(path: str) -> bool:
+    from ..checkpoint._io import is_checkpoint
+
+    return is_checkpoint(path)
+
+
+def _not_a_checkpoint(path: str) -> str:
+    """Why the folder ``path``, under a backup's name, is no checkpoint."""
+    try:
+        entries = sorted(os.listdir(path))
+    except OSError as error:
+        return f"it cannot be read ({error})"
+    if not entries:
+        return "the folder is empty"
+    return f"it holds {entries[:5]} but no checkpoint (no state.phalanx, no meta/metadata)"
+
+
 class BackupAndRestore(Callback):
     """Backs up the whole training state during ``fit``; a new ``fit`` resumes from it.
 
@@ -140,7 +157,7 @@ class BackupAndRestore(Callback):
     def on_train_begin(self, logs: Logs | None = None) -> None:
         """Restores the backup, if any, and tells ``fit`` where to resume."""
         self._manager = self._make_manager()
-        restored = self._manager.restore_or_initialize()
+        restored = self._restore_intact()
         if restored is not None:
             position = self.model._position
             self.model._resume = position  # fit starts at its epoch and step
@@ -155,6 +172,67 @@ class BackupAndRestore(Callback):
 
             self._preemption = PreemptionCheckpointHandler(
                 self._manager, termination_config=self.termination_config
+            )
+
+    def _restore_intact(self) -> str | None:
+        """Restores the newest intact backup; returns its path, or None when there is none.
+
+        A backup that is damaged (a checkpoint whose CRCs or header fail, or a folder under a
+        backup's name that holds no checkpoint: emptied, or cut short by a copy) is never
+        skipped silently: an older intact one is restored and the message names the damaged
+        one and why; with none intact, a ``CheckpointError`` says so (fit would otherwise
+        start over at epoch 1). A damaged folder that is not a checkpoint is renamed aside
+        (``<name>.damaged``) so that the next backup can take its number.
+        """
+        from ..errors import CheckpointMismatchError
+
+        damaged: list[tuple[str, str]] = []
+        for path, committed in self._candidates():
+            if not committed:
+                damaged.append((path, _not_a_checkpoint(path)))
+                continue
+            try:
+                self._manager.checkpoint.restore(path)
+            except CheckpointMismatchError:
+                raise  # another model's backup: not damage, the user must act
+            except CheckpointError as error:
+                damaged.append((path, str(error)))
+                continue
+            if damaged:
+                self._report_fallback(damaged, path)
+            return path
+        if damaged:
+            raise CheckpointError(
+                f"BackupAndRestore: no intact backup in {self.backup_dir!r}: "
+                + "; ".join(f"{p} is damaged ({why})" for p, why in damaged)
+                + ". fit would start over at epoch 1 without it. Restore the backup from a "
+                "copy, or delete it to train from the start."
+            )
+        return None
+
+    def _candidates(self) -> list[tuple[str, bool]]:
+        """``(path, committed)`` of every backup, newest first: the committed checkpoints, and
+        folders under a backup's exact name that hold none (local backups only; a URL's
+        uncommitted upload is a save killed mid-way, which is no damage)."""
+        steps = self._manager._manager
+        committed = {path: True for path in self._manager.checkpoints}
+        if hasattr(steps, "_found"):
+            for number, entries in steps._found().items():
+                path = steps.path(number)
+                if os.path.basename(path) in entries and path not in committed:
+                    committed[path] = False
+        numbers = {path: int(path.rsplit("_", 1)[1]) for path in committed}
+        return sorted(committed.items(), key=lambda item: -numbers[item[0]])
+
+    def _report_fallback(self, damaged: list[tuple[str, str]], restored: str) -> None:
+        for path, why in damaged:
+            aside = ""
+            if os.path.isdir(path) and not _is_checkpoint(path) and _process.is_chief():
+                os.rename(path, f"{path}.damaged")
+                aside = f" (kept as {path}.damaged)"
+            _process.print_msg(
+                f"BackupAndRestore: the backup {path} is damaged{aside}: {why}. Falling back "
+                f"to the previous intact backup {restored}."
             )
 
     def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
