@@ -164,3 +164,50 @@ def _free_port() -> int:
     from phalanx.cluster._launcher import free_port
 
     return free_port()
+
+
+def _stamp(launcher, word):
+    return float(launcher.wait_for(rf"^\[1\] {word} at ([0-9.]+)", timeout=120).group(1))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_a_stopped_process_is_named_with_what_it_last_did_within_the_heartbeat():
+    """Process 1 is SIGSTOPped mid-fit: the launcher names it (not the healthy process 0,
+    which JAX's heartbeat would abort after 15 s) and its last watchdog report."""
+    launcher = Launcher(
+        "-n", "2", "--timeout", "150", "--grace", "3", "--", str(SCRIPTS / "fit_fault.py"), "stop"
+    )
+    stopped = _stamp(launcher, "stopping")
+    code, out, err, _ = launcher.finish(timeout=60)
+    seconds = time.time() - stopped
+    print(f"SIGSTOP of process 1 -> launcher exit: {seconds:.2f} s")
+    assert code == 128 + signal.SIGSTOP, out + err
+    assert re.search(
+        r"process 1 is stopped \(SIGSTOP or SIGTSTP: suspended, not dead\) for 5\.\d s, it last reported step \d+, (phase 'train'|stopped \(not in a step\)), \d+\.\d s ago \(its watchdog's ledger\)",
+        err,
+    ), err
+    assert "failed: process 1 was stopped" in err and "process 0 was killed" not in err, err
+    assert seconds < 15  # initialize()'s JAX heartbeat: before it aborts process 0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_a_process_that_exits_0_early_is_named_as_having_left():
+    launcher = Launcher(
+        "-n", "2", "--timeout", "150", "--grace", "3", "--", str(SCRIPTS / "fit_fault.py"), "leave"
+    )
+    left = _stamp(launcher, "leaving")
+    code, out, err, _ = launcher.finish(timeout=60)
+    seconds = time.time() - left
+    print(f"early exit 0 of process 1 -> launcher exit: {seconds:.2f} s")
+    assert code == 1, out + err
+    assert "failed: process 1 left early (exit 0 at epoch 2)." in err, err
+    # process 0 either fails at once (gloo loses its peer) or waits in its step: both name 1
+    assert re.search(
+        r"process 1 left early \(exit 0 at epoch 2\) \d+\.\d s ago(; process 0 then "
+        r"(was killed by|exited with)| while process 0 still waits for it)",
+        err,
+    ), err
+    assert "finished all epochs" not in out
+    assert seconds < 15

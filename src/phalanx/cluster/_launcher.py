@@ -9,6 +9,14 @@ copied line by line with a ``[i]`` prefix. The launcher watches them all:
   exits non-zero naming the process, its exit code or signal, and its last
   lines of output. JAX alone would notice a dead process only after its
   heartbeat timeout, and a Python error only after its shutdown barrier;
+* a process that is stopped (SIGSTOP, SIGTSTP: suspended, not dead) for
+  ``STOPPED_S`` seconds ends the job, named with what it last did (its
+  watchdog's report in the run folder, the ledger): JAX would abort the healthy
+  processes after its heartbeat (15 s), and name none;
+* a process that exits 0 while the others wait for it inside a step (no beat
+  for ``LEFT_EARLY_S`` seconds since it left) ends the job: "process 1 left
+  early (exit 0 at epoch 2)"; a process that fails after another left early
+  is named as the one that waited;
 * ``timeout`` bounds the whole job (exit status 124);
 * Ctrl-C (SIGINT) and SIGTERM are forwarded to every process group; a
   second Ctrl-C kills at once;
@@ -49,6 +57,14 @@ LOCAL_PROCESS_ID_ENV = "PHALANX_LOCAL_PROCESS_ID"
 TIMEOUT_EXIT = 124
 _POLL_S = 0.05
 _SETTLE_S = 0.5
+#: Seconds a process may stay stopped (SIGSTOP) before the job ends naming it: well within
+#: JAX's heartbeat (``initialize``'s 15 s), after which the others abort and name nobody.
+STOPPED_S = 5.0
+#: Seconds the others may wait inside one step after a process exited 0 before the job ends
+#: naming that process as having left early.
+LEFT_EARLY_S = 5.0
+_CHECK_S = 0.5
+_EPOCH_LINE = re.compile(r"^Epoch (\d+)/\d+")
 # Lines of a process that failed because another one died first.
 _PEER_LOST = re.compile(
     r"Gloo .*failed|Connection (closed|reset) by peer|detected fatal errors|stopped sending "
@@ -72,6 +88,7 @@ class _Child:
     tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=20))
     reader: threading.Thread | None = None
     exited_at: float | None = None  # set by its waiter thread when the process ends
+    stopped_since: float | None = None  # when the launcher first saw it stopped
 
     def wait(self, events: queue.SimpleQueue) -> None:
         self.popen.wait()
@@ -141,6 +158,9 @@ class _Supervisor:
         self.interrupts = 0
         self.last_signal = signal.SIGINT
         self.start = time.monotonic()
+        self.run_dir = ""
+        self.left: list[tuple[_Child, float]] = []  # (process, time.time()) exited 0 early
+        self.checked = 0.0
 
     # The job ---------------------------------------------------------------------
 
@@ -159,6 +179,7 @@ class _Supervisor:
             shutil.rmtree(run_dir, ignore_errors=True)
 
     def _start_all(self, run_dir: str) -> None:
+        self.run_dir = run_dir
         coordinator = self.spec.coordinator or f"127.0.0.1:{self.spec.port or free_port()}"
         total = self.spec.nnodes * self.spec.nprocs
         secret = self._job_secret()
@@ -222,6 +243,12 @@ class _Supervisor:
                 finished += 1
                 if finished == len(self.children):
                     return 0
+                self.left.append((child, time.time()))
+            if time.monotonic() - self.checked >= _CHECK_S:
+                self.checked = time.monotonic()
+                verdict = self._check_stalls()
+                if verdict is not None:
+                    return verdict
             if deadline is not None and time.monotonic() > deadline:
                 return self._timed_out()
 
@@ -248,7 +275,106 @@ class _Supervisor:
         self.failed = failed
         return min(failed, key=lambda c: (_lost_a_peer(c), c.exited_at))
 
+    def _check_stalls(self) -> int | None:
+        """Ends the job when a process is stopped, or the others wait for one that left."""
+        now = time.monotonic()
+        for child in self._running():
+            if _is_stopped(child.popen.pid):
+                child.stopped_since = child.stopped_since or now
+                if now - child.stopped_since >= STOPPED_S:
+                    return self._stopped(child)
+            else:
+                child.stopped_since = None
+        for gone, left_at in self.left:
+            if time.time() - left_at < LEFT_EARLY_S:
+                continue
+            ledger = self._ledger()
+            waiting = [
+                c
+                for c in self._running()
+                if (r := ledger.get(c.index)) is not None
+                and r.deadline is not None
+                and r.time <= left_at + 1.0  # no beat since shortly after it left
+            ]
+            if waiting:
+                return self._left_early(gone, left_at, waiting[0])
+        return None
+
+    def _ledger(self) -> dict:
+        """The processes' last watchdog reports (``_watchdog``'s files in the run folder)."""
+        import json
+
+        from ._watchdog import Report
+
+        folder = os.path.join(self.run_dir, "watchdog")
+        found = {}
+        with contextlib.suppress(OSError):
+            for name in os.listdir(folder):
+                if name.endswith(".json"):
+                    with contextlib.suppress(OSError, ValueError, TypeError):
+                        with open(os.path.join(folder, name)) as f:
+                            report = Report(**json.load(f))
+                        found[report.process] = report
+        return found
+
+    def _last_did(self, child: _Child) -> str:
+        report = self._ledger().get(child.index)
+        if report is None:
+            return "it never reported a step to its watchdog"
+        return f"it last reported {report.describe(time.time())}"
+
+    def _stopped(self, child: _Child) -> int:
+        """Ends the job naming ``child``, stopped (suspended) for ``STOPPED_S`` seconds."""
+        did = self._last_did(child)
+        self._say(
+            f"process {child.index} is stopped (SIGSTOP or SIGTSTP: suspended, not dead) for "
+            f"{time.monotonic() - child.stopped_since:.1f} s, {did} (its watchdog's ledger). "
+            f"The others would wait for it until JAX's heartbeat aborts them; ending the job "
+            f"after {self._elapsed():.1f} s."
+        )
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.popen.pid, signal.SIGKILL)  # a stopped process takes no SIGTERM
+        self._end_all()
+        self._say_tail(child)
+        self._say(f"failed: process {child.index} was stopped ({did}).")
+        return 128 + signal.SIGSTOP
+
+    def _left_early(self, gone: _Child, left_at: float, waiter: _Child) -> int:
+        """Ends the job naming ``gone``, which exited 0 while the others still needed it."""
+        epochs = [m.group(1) for line in gone.tail if (m := _EPOCH_LINE.match(line))]
+        report = self._ledger().get(gone.index)
+        if epochs:
+            at = f" at epoch {epochs[-1]}"
+        elif report is not None and report.phase == "train" and report.loop:
+            at = f" at epoch {report.loop}"  # the epochs it ran (its watchdog's train loops)
+        elif report is not None and report.step is not None:
+            at = f" at step {report.step}"
+        else:
+            at = ""
+        why = f"left early (exit 0{at})"
+        if waiter.exited_at is not None:  # it failed: the peer it lost is the one that left
+            lost = " (it lost its peer)" if _lost_a_peer(waiter) else ""
+            waits = f"; process {waiter.index} then {_describe_exit(waiter.popen.returncode)}{lost}"
+        else:
+            mine = self._ledger().get(waiter.index)
+            where = f" ({mine.describe(time.time())})" if mine is not None else ""
+            waits = f" while process {waiter.index} still waits for it{where}"
+        self._say(
+            f"process {gone.index} {why} {time.time() - left_at:.1f} s ago{waits}; ending the "
+            f"job after {self._elapsed():.1f} s."
+        )
+        self._end_all()
+        self._say_tail(gone)
+        self._say(f"failed: process {gone.index} {why}.")
+        return 1
+
     def _failed(self, child: _Child) -> int:
+        for other in self._running():
+            if _is_stopped(other.popen.pid):  # it failed because that one is suspended
+                other.stopped_since = other.stopped_since or time.monotonic()
+                return self._stopped(other)
+        if self.left and (_lost_a_peer(child) or child.popen.returncode < 0):
+            return self._left_early(*self.left[0], child)
         waited_for = _waited_for(child)
         if waited_for is not None and waited_for[0] != child.index:
             return self._held_up(child, *waited_for)
@@ -402,6 +528,16 @@ def _waited_for(child: _Child) -> tuple[int, str] | None:
                 why = match.groupdict().get("why") or "it never reported to an agreement"
                 return int(match.group("process")), why
     return None
+
+
+def _is_stopped(pid: int) -> bool:
+    """Whether the process ``pid`` is stopped (state ``T`` in ``/proc``; False elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] == b"T"
 
 
 def _lost_a_peer(child: _Child) -> bool:

@@ -85,6 +85,7 @@ class Report:
     time: float
     deadline: float | None  # seconds allowed until the next beat; None when stopped
     waiting: bool | None = None  # main thread blocked in JAX/key-value waits (None: unknown)
+    loop: int | None = None  # how many loops of this phase the process began (fit: epochs)
 
     def describe(self, now: float) -> str:
         """One line such as ``step 12, phase 'train', 0.4 s ago``."""
@@ -95,7 +96,9 @@ class Report:
 
     def with_waiting(self, waiting: bool | None) -> Report:
         """This report, saying whether the main thread waits now."""
-        return Report(self.process, self.step, self.phase, self.time, self.deadline, waiting)
+        return Report(
+            self.process, self.step, self.phase, self.time, self.deadline, waiting, self.loop
+        )
 
 
 class Watchdog:
@@ -120,6 +123,7 @@ class Watchdog:
         self._last: Report | None = None
         self._published: Report | None = None
         self._grace_until: float | None = None  # set when firing is deferred (module docs)
+        self._loops: dict[str, int] = {}  # loops begun per phase (a beat after a stop)
 
     # The training loop's side -------------------------------------------------------
 
@@ -166,7 +170,11 @@ class Watchdog:
         if not self.enabled:
             return
         deadline = float(timeout) if timeout is not None else self.timeout
-        self._last = Report(_process_id(), step, str(phase), time.time(), deadline)
+        phase, last = str(phase), self._last
+        if last is None or last.deadline is None or last.phase != phase:
+            self._loops[phase] = self._loops.get(phase, 0) + 1  # a new loop (fit: an epoch)
+        loop = self._loops[phase]
+        self._last = Report(_process_id(), step, phase, time.time(), deadline, loop=loop)
         self._grace_until = None
         if self._thread is None:
             self._start()
@@ -181,7 +189,7 @@ class Watchdog:
         """
         last = self._last
         if last is not None:
-            stopped = Report(last.process, last.step, last.phase, time.time(), None)
+            stopped = Report(last.process, last.step, last.phase, time.time(), None, loop=last.loop)
             self._last = stopped
             if self._publishing.acquire(timeout=_KV_WAIT_S):
                 try:
