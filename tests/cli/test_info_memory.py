@@ -41,7 +41,7 @@ def test_memory_text_through_the_command():
     out = result.stdout
     assert "num_replicas_in_sync  2" in out  # the usual report comes first
     assert "cpu:0 .. cpu:1 (2): not reported by the platform (cpu: memory_stats() is None)" in out
-    assert "model 'mlp': the seeds' MNIST model" in out and "101,770 params" in out
+    assert "model 'mlp': TensorFlow's MNIST tutorial model" in out and "101,770 params" in out
     rows = {line.split()[0]: line.split() for line in out.splitlines()[-2:]}
     assert rows["replicated"][1:3] == ["397.54", "KB"]  # 101,770 x 4 bytes
     assert rows["sharded"][1:3] == ["199.04", "KB"]  # the kernels halved, biases whole

@@ -1,4 +1,4 @@
-"""The ``phalanx`` command: ``demo``, ``info``, ``launch`` and ``records``.
+"""The ``phalanx`` command: ``demo``, ``info``, ``run``, ``launch`` and ``records``.
 
 Each subcommand lives in its own module with ``register(subparsers)``; the
 global ``--devices N`` option (or ``PHALANX_CPU_DEVICES``) simulates N CPU
@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 from ..cluster import cpu_device_count_from_env, set_cpu_device_count
 from ..errors import PhalanxError
-from . import _demo, _info, _launch, _records
+from . import _demo, _info, _launch, _records, _run
 
-_SUBCOMMANDS = (_demo, _info, _launch, _records)
+_SUBCOMMANDS = (_demo, _info, _run, _launch, _records)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,6 +40,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the ``phalanx`` command; returns its exit status."""
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    script = _script_given_as_command(argv)
+    if script is not None:
+        print(
+            f"phalanx: {script!r} is not a command. Run a script with: phalanx run "
+            f"[--devices N] {script} [args ...] (one process), or phalanx launch -n N -- "
+            f"{script} (several).",
+            file=sys.stderr,
+        )
+        return 2
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -56,6 +66,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PhalanxError as e:  # a mistake the message explains: no traceback
         print(f"phalanx {args.command}: {e}", file=sys.stderr)
         return 2
+
+
+def _script_given_as_command(argv: list[str]) -> str | None:
+    """The ``train.py`` of ``phalanx [--devices N] train.py``, else None."""
+    rest = argv[2:] if argv[:1] == ["--devices"] else argv
+    rest = rest[1:] if rest[:1] and rest[0].startswith("--devices=") else rest
+    return rest[0] if rest and rest[0].endswith(".py") else None
 
 
 __all__ = ["build_parser", "main"]

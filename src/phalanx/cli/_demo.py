@@ -1,4 +1,4 @@
-"""``phalanx demo``: the seeds' model trained on real digits, on the local devices.
+"""``phalanx demo``: a small Keras model trained on real digits, on the local devices.
 
 ``Dense(128, relu)`` then ``Dense(10, softmax)``, Adam, sparse categorical
 cross-entropy and accuracy, on the 1797 real 8x8 handwritten digits (UCI) shipped inside phalanx
@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Adds ``demo`` to the ``phalanx`` command."""
     p = sub.add_parser(
         "demo",
-        help="train the seeds' model on real handwritten digits",
+        help="train a small Keras model on real handwritten digits (offline)",
         description=(
             "Train Dense(128, relu) -> Dense(10, softmax) with Adam on real handwritten digits, "
             f"holding out {VALIDATION_SPLIT:.0%} of the training examples for validation, then "

@@ -29,6 +29,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("info", help="report JAX, the devices, the processes and the strategy")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument(
+        "--devices",
+        dest="info_devices",
+        type=int,
+        default=None,
+        metavar="N",
+        help="simulate N CPU devices (same as phalanx --devices N); default: the real devices",
+    )
+    p.add_argument(
         "--memory",
         action="store_true",
         help="also report memory per device: the platform's counters, and --model's training "
@@ -93,6 +101,15 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.info_devices is not None:
+        if args.info_devices < 1:
+            print(
+                f"phalanx info: --devices must be >= 1, got {args.info_devices}.", file=sys.stderr
+            )
+            return 2
+        from ..cluster import set_cpu_device_count
+
+        set_cpu_device_count(args.info_devices)
     facts, error = collect()
     memory = _memory_report(args) if args.memory else None
     if memory is not None and isinstance(memory, str):

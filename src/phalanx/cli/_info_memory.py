@@ -15,7 +15,7 @@ import numpy as np
 #: The models ``--model`` chooses from: what each is.
 MODELS = {
     "demo": "phalanx demo's model on digits: Dense(128, relu) -> Dense(10, softmax), 64 inputs",
-    "mlp": "the seeds' MNIST model: Dense(128, relu) -> Dense(10, softmax), 784 inputs",
+    "mlp": "TensorFlow's MNIST tutorial model: Dense(128, relu) -> Dense(10, softmax), 784 inputs",
     "transformer": "a small transformer: 2 blocks of d_model 128, 8 heads, 32 tokens of 4096",
 }
 

@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "launch",
         help="run N processes of a script as one distributed job, supervised",
-        description=__doc__.split("\n\n")[0],
+        description="Run N processes of a script as one distributed job, and supervise them.",
         usage="phalanx launch -n N [options] -- script.py [args ...]",
     )
     p.add_argument(
