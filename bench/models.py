@@ -311,29 +311,26 @@ def _flax_model(case: dict):
     return MLP(), False
 
 
-def run_flax(case: dict, epochs: int) -> dict:
-    """The hand-written step: ``nnx.split``, ``jax.jit`` of value_and_grad + optax Adam,
-    a Python loop over numpy batches (each placed by the call, as ``fit`` does)."""
+def flax_step(case: dict):
+    """The hand-written step: ``nnx.split``, ``jax.jit`` of value_and_grad + optax Adam.
+
+    Returns ``(step, params, opt_state)``; ``step(params, opt_state, x, y)`` returns
+    ``(params, opt_state, loss)``."""
     import flax.nnx as nnx
     import jax
     import jax.numpy as jnp
     import optax
 
-    x, y = _data(case)
-    _reset_peak_rss()
-    timer = _Epochs(time.perf_counter())
     model, regularized = _flax_model(case)
     graphdef, params = nnx.split(model, nnx.Param)
     tx = optax.adam(1e-3)
-    opt = tx.init(params)
 
     def loss_fn(p, xb, yb):
         logits = nnx.merge(graphdef, p)(xb)
         loss = optax.softmax_cross_entropy_with_integer_labels(logits, yb).mean()
         if regularized:
-            kernels = [
-                v for path, v in jax.tree_util.tree_leaves_with_path(p) if "kernel" in str(path)
-            ]
+            leaves = jax.tree_util.tree_leaves_with_path(p)
+            kernels = [v for path, v in leaves if "kernel" in str(path)]
             loss = loss + L2 * sum(jnp.sum(jnp.square(k)) for k in kernels)
         return loss
 
@@ -343,6 +340,16 @@ def run_flax(case: dict, epochs: int) -> dict:
         u, o = tx.update(g, o, p)
         return optax.apply_updates(p, u), o, loss
 
+    return step, params, tx.init(params)
+
+
+def run_flax(case: dict, epochs: int) -> dict:
+    """``flax_step`` in a Python loop over numpy batches (each placed by the call, as
+    ``fit`` does)."""
+    x, y = _data(case)
+    _reset_peak_rss()
+    timer = _Epochs(time.perf_counter())
+    step, params, opt = flax_step(case)
     b = case["batch"]
     for _ in range(epochs):
         timer.begin()
