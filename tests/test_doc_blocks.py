@@ -12,6 +12,10 @@ on one CPU device. Two HTML comments on the line before a block change that
   ``-m "not slow"`` skips it, CI runs it).
 
 Several marks go in one comment or in consecutive ones.
+
+A block passes when it exits 0 and writes nothing to stderr: a warning, a log line, or a
+traceback at exit ("Exception ignored in ...", a thread's error) is what a reader would see
+and fails it as an error would.
 """
 
 from __future__ import annotations
@@ -112,3 +116,22 @@ def test_python_block_runs_as_written(block, tmp_path):
         f"({block.devices} CPU device(s), cwd an empty folder). Fix the block, or mark it "
         f"`<!-- continues -->` if it continues the one before.\n{run.stderr[-3000:]}"
     )
+    assert not run.stderr, (
+        f"{block.id}: the block exited 0 but wrote to stderr (a warning, a log line or a "
+        "traceback at exit, which a reader would see); expected nothing there. Fix the block "
+        f"or the code that writes it:\n{run.stderr[-3000:]}"
+    )
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import warnings\nwarnings.warn('deprecated')\n",  # a warning
+        "import sys\nprint('note', file=sys.stderr)\n",  # a log line on stderr
+        "import atexit\natexit.register(lambda: 1 / 0)\n",  # a traceback at exit, status 0
+    ],
+    ids=["warning", "stderr", "traceback-at-exit"],
+)
+def test_a_block_that_exits_0_but_writes_to_stderr_fails(code, tmp_path):
+    with pytest.raises(AssertionError, match="exited 0 but wrote to stderr"):
+        test_python_block_runs_as_written(Block("README.md", 1, code), tmp_path)
