@@ -43,9 +43,11 @@ def test_verify_ok_and_damaged_with_offsets(tmp_path, capsys):
     data[2 * record_len + 20] ^= 0xFF  # the data of record 2
     bad.write_bytes(bytes(data[:-3]))  # and cut the last record short
     assert main(["records", "verify", str(good)]) == 0
-    assert "OK       " in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "OK       " in out and "verified 1 file (" in out
     assert main(["records", "verify", str(good), str(bad)]) == 1
     out = capsys.readouterr().out
+    assert "verified 2 files (" in out
     assert f"record 2 at byte offset {2 * record_len} (data CRC)" in out
     assert f"record 4 at byte offset {4 * record_len} (truncated)" in out
     assert "3 good records, 2 damaged" in out

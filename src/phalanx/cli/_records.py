@@ -148,7 +148,8 @@ def run_verify(args: argparse.Namespace) -> int:
             advance(sizes.get(path, 0))
     total = sum(sizes.values())
     print(
-        f"verified {len(args.files)} files ({_bytes(total)}) in "
+        f"verified {len(args.files)} file{'s' if len(args.files) != 1 else ''} "
+        f"({_bytes(total)}) in "
         f"{time.perf_counter() - started:.1f} s: {tally['OK']} OK, {tally['DAMAGED']} damaged, "
         f"{tally['MISSING']} missing; {tally['records']} good records"
     )
