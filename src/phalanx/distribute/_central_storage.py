@@ -8,16 +8,24 @@ devices (XLA's all-reduce replaces the central copy), so the training is the
 same and ``parameter_device`` is only recorded. For parameters too large to
 replicate, ``MirroredStrategy(shard_parameters=True)`` splits them instead.
 
+Without ``compute_devices``, the replicas are TensorFlow's: every local
+accelerator, or on a machine with only CPUs the first CPU device (one replica,
+as TF 2.21 with two logical CPUs, where ``MirroredStrategy()`` has two, as
+phalanx's has every simulated CPU device).
+
 Example:
   >>> import jax, phalanx
   >>> strategy = phalanx.distribute.experimental.CentralStorageStrategy()
-  >>> strategy.num_replicas_in_sync == jax.local_device_count()
+  >>> cpu_only = jax.local_devices()[0].platform == "cpu"
+  >>> strategy.num_replicas_in_sync == (1 if cpu_only else jax.local_device_count())
   True
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+import jax
 
 from ._devices import DeviceSpec, resolve_device
 from ._mirrored import MirroredStrategy
@@ -28,7 +36,8 @@ class CentralStorageStrategy(MirroredStrategy):
 
     Args:
       compute_devices: the replicas' devices, as ``MirroredStrategy``'s ``devices``;
-        None for every local device.
+        None for every local accelerator, or the first CPU device on a machine
+        with only CPUs (as TensorFlow).
       parameter_device: where TensorFlow keeps the variables; resolved (it must exist)
         and kept as ``strategy.parameter_device``. The parameters stay replicated.
 
@@ -41,6 +50,8 @@ class CentralStorageStrategy(MirroredStrategy):
         compute_devices: Sequence[DeviceSpec] | None = None,
         parameter_device: DeviceSpec | None = None,
     ):
+        if compute_devices is None and jax.local_devices()[0].platform == "cpu":
+            compute_devices = jax.local_devices()[:1]  # TF: GPUs, else CPU:0 alone
         super().__init__(compute_devices)
         self.parameter_device = (
             self.devices[0] if parameter_device is None else resolve_device(parameter_device)
