@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 import pytest
-from mp_procs import SCRIPTS, Launcher, _env, assert_identical, load
+from mp_procs import SCRIPTS, Launcher, _env, assert_identical, launch, load
 
 JOB_TIMEOUT_S = 90  # the launcher's deadline for each attempt
 
@@ -112,3 +112,15 @@ def test_sigterm_to_one_worker_both_save_same_step_and_resume_there(tmp_path, tm
 
 # Another process count: tests/checkpoint/test_resume_other_process_count.py (a DATA-sharded
 # Dataset and arrays resume mid-epoch under it; FILE-sharded input is refused with the reason).
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_custom_loop_trees_resume_on_two_processes(tmp_path):
+    """Issue 27 item 5: a custom loop's params and optax state by name, 2 processes."""
+    launch("ctl_trees.py", tmp_path / "ckpts", tmp_path / "out", devices=2, timeout=120)
+    results = load(tmp_path / "out")
+    for r in results:
+        np.testing.assert_array_equal(r["resumed"], r["went_on"])
+    np.testing.assert_array_equal(results[0]["params"], results[1]["params"])
+    np.testing.assert_array_equal(results[0]["went_on"], results[1]["went_on"])

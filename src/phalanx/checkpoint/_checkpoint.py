@@ -18,8 +18,15 @@ class Checkpoint:
     objects: phalanx ``Model`` s (their whole training state: parameters,
     non-trainable state, optimizer state, step, RNG key, metric accumulators,
     and ``fit``'s position: epoch, steps done and input iterator state),
-    ``model.optimizer`` (saved with its model), and objects with
-    ``get_state()``/``set_state()`` (phalanx data iterators). A restore
+    ``model.optimizer`` (saved with its model), objects with
+    ``get_state()``/``set_state()`` (phalanx data iterators), and, for custom
+    training loops, any pytree of arrays (parameters, optax state) or
+    ``flax.nnx`` module, as ``tf.train.Checkpoint(**objects)``. JAX arrays
+    cannot change in place, so a tree is read and replaced by name:
+    ``ckpt.params = params`` before a save (or give the new value to
+    ``Checkpoint`` again), ``params = ckpt.params`` after a restore, which
+    puts each array where the given tree's leaf is (an nnx module is updated
+    in place). A restore
     resumes bit-exactly: the same next batches, dropout keys and updates as
     the run that saved it; on another replica count, the same batches.
 
@@ -80,6 +87,27 @@ class Checkpoint:
         self._last_restore: str | None = None  # for TensorFlow's status checks
         self._unused: list[str] = []
         self.save_counter = 0
+
+    def __getattr__(self, name: str) -> Any:
+        objects = self.__dict__.get("_objects", {})
+        if name in objects:
+            return objects[name]
+        raise AttributeError(
+            f"Checkpoint has no attribute or object {name!r} (its objects: {sorted(objects)})."
+        )
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        objects = self.__dict__.get("_objects")
+        if objects is not None and name in objects:
+            kind = _objects.check_objects({**objects, name: value})[name]
+            if kind != self._kinds[name]:
+                raise CheckpointError(
+                    f"Checkpoint.{name} holds a {self._kinds[name]}; got a {kind} "
+                    f"({type(value).__name__}). Give it a value of the same kind."
+                )
+            objects[name] = value
+            return
+        super().__setattr__(name, value)
 
     def _local_writer(self) -> _background.LocalWriter:
         if self._writer is None:

@@ -13,7 +13,13 @@ in DESIGN.md's table, so it knows them by their methods, not their classes):
 - an *optimizer* (``model.optimizer``): its state is part of its model's
   training state, saved with the model, so it must come with ``model=``;
 - anything with ``get_state()``/``set_state(state)`` returning JSON-able
-  data: phalanx data iterators (``iter(dataset)``), distributed iterators.
+  data: phalanx data iterators (``iter(dataset)``), distributed iterators;
+- a *tree*: any pytree of arrays (a custom loop's parameters, optax state), or a
+  ``flax.nnx`` module or state, saved leaf by leaf under its key path
+  (``['w1']``, ``[0].mu['b']``), PRNG keys as their key data. A restore checks
+  the names, shapes and dtypes against the tree given, and puts the arrays where
+  its leaves are (their sharding): an nnx module is updated in place; any other
+  tree, immutable in JAX, is replaced, and read back as ``checkpoint.<name>``.
 
 The meta data of a checkpoint (JSON) holds, per object, its kind, manifest
 and data; the arrays item holds ``{object name: {"a<i>": array}}`` in the
@@ -40,6 +46,9 @@ import itertools
 import json
 from typing import Any
 
+import jax
+import numpy as np
+
 from ..errors import CheckpointError, CheckpointMismatchError
 from ._manifest import check_manifest
 
@@ -56,11 +65,111 @@ def kind_of(name: str, obj: Any) -> str:
         return "optimizer"
     if callable(getattr(obj, "get_state", None)) and callable(getattr(obj, "set_state", None)):
         return "state"
+    bad = _not_array_leaf(obj)
+    if bad is None:
+        return "tree"
     raise CheckpointError(
         f"Checkpoint({name}=...) got {type(obj).__name__}, which has no state phalanx can "
-        "save. Pass a phalanx Model, its optimizer (model.optimizer), or an object with "
-        "get_state()/set_state() (a phalanx data iterator: iter(dataset))."
+        f"save ({bad}). Pass a phalanx Model, its optimizer (model.optimizer), an object "
+        "with get_state()/set_state() (a phalanx data iterator: iter(dataset)), or a pytree "
+        "of arrays (parameters, optax state) or a flax.nnx module."
     )
+
+
+def _nnx_module(obj: Any) -> bool:
+    cls = type(obj)
+    return any(c.__name__ == "Module" and c.__module__.startswith("flax.nnx") for c in cls.__mro__)
+
+
+def _tree_value(obj: Any) -> Any:
+    if _nnx_module(obj):
+        from flax import nnx
+
+        return nnx.state(obj)
+    return obj
+
+
+def _not_array_leaf(obj: Any) -> str | None:
+    """Why ``obj`` is not a pytree of arrays (its first other leaf), or None if it is."""
+    if isinstance(obj, str | bytes | bool | int | float | complex) or obj is None:
+        return "not an array: pass jnp.asarray(value), or an array in a pytree"
+    value = _tree_value(obj)
+
+    def model_like(x: Any) -> bool:  # a model inside a tree is refused, not flattened
+        return x is not value and (
+            callable(getattr(x, "_checkpoint_items", None)) or _nnx_module(x)
+        )
+
+    leaves = jax.tree_util.tree_flatten_with_path(value, is_leaf=model_like)[0]
+    if len(leaves) == 1 and leaves[0][1] is value:
+        if hasattr(obj, "dtype") and hasattr(obj, "shape"):
+            return None
+        return "it is not an array, a pytree of arrays or a flax.nnx module"
+    for path, leaf in leaves:
+        if isinstance(leaf, bool | int | float | complex) or (
+            getattr(leaf, "dtype", None) is not None and hasattr(leaf, "shape")
+        ):
+            continue
+        where = jax.tree_util.keystr(path) or "the value"
+        return f"its leaf {where} is a {type(leaf).__name__}, not an array"
+    return None
+
+
+def _is_key(leaf: Any) -> bool:
+    dtype = getattr(leaf, "dtype", None)
+    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+
+
+def _tree_items(obj: Any) -> tuple[list[str], list[Any], dict[str, dict]]:
+    """``(names, arrays, manifest)`` of a tree: leaves by key path, keys as key data."""
+    names, arrays, manifest = [], [], {}
+    for path, leaf in jax.tree_util.tree_flatten_with_path(_tree_value(obj))[0]:
+        name = jax.tree_util.keystr(path) or "[]"
+        if _is_key(leaf):
+            data = jax.random.key_data(leaf)
+            spec = {"shape": list(data.shape), "dtype": str(data.dtype)}
+            spec["key"] = str(jax.random.key_impl(leaf))
+            leaf = data
+        else:
+            if not hasattr(leaf, "dtype"):
+                leaf = np.asarray(leaf)
+            spec = {"shape": list(np.shape(leaf)), "dtype": str(np.dtype(leaf.dtype))}
+        names.append(name)
+        arrays.append(leaf)
+        manifest[name] = spec
+    return names, arrays, manifest
+
+
+def _load_tree(obj: Any, manifest: dict[str, dict], arrays: dict[str, Any]) -> Any:
+    """``obj``'s structure filled from the checkpoint's host arrays, each put where the
+    template's leaf is (its sharding); an nnx module is updated in place and returned."""
+    value = _tree_value(obj)
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(value)
+    out = []
+    for path, leaf in leaves:
+        name = jax.tree_util.keystr(path) or "[]"
+        host = np.asarray(arrays[name])
+        impl = manifest[name].get("key")
+        if impl:
+            restored = jax.random.wrap_key_data(host, impl=impl)
+            if isinstance(leaf, jax.Array):
+                restored = jax.device_put(restored, leaf.sharding)
+        elif isinstance(leaf, jax.Array):
+            restored = jax.make_array_from_callback(
+                host.shape, leaf.sharding, lambda index, host=host: host[index]
+            )
+        elif isinstance(leaf, np.ndarray | np.generic):
+            restored = host.astype(leaf.dtype, copy=False)
+        else:  # a Python number
+            restored = type(leaf)(host.item())
+        out.append(restored)
+    restored = jax.tree_util.tree_unflatten(treedef, out)
+    if _nnx_module(obj):
+        from flax import nnx
+
+        nnx.update(obj, restored)
+        return obj
+    return restored
 
 
 def check_objects(objects: dict[str, Any]) -> dict[str, str]:
@@ -94,6 +203,14 @@ def collect(objects: dict[str, Any], kinds: dict[str, str]) -> tuple[dict, dict]
             }
         elif kind == "optimizer":
             entries[name] = {"kind": kind, "data": None}  # saved with its model
+        elif kind == "tree":
+            names, leaves, manifest = _tree_items(obj)
+            arrays[name] = {f"a{i}": leaf for i, leaf in enumerate(leaves)}
+            entries[name] = {
+                "kind": kind,
+                "arrays": [[n, manifest[n]] for n in names],
+                "data": None,
+            }
         else:
             entries[name] = {"kind": kind, "data": obj.get_state()}
     return arrays, entries
@@ -209,6 +326,35 @@ def _is_dataset_state(state: dict) -> bool:
     return isinstance(iterator, dict) and iterator.get("format") == STATE_FORMAT
 
 
+def _check_tree(name: str, saved: dict[str, dict], given: dict[str, dict]) -> None:
+    """Raises ``CheckpointMismatchError`` naming each leaf whose key path, shape or dtype
+    differs between the checkpoint and the tree given to restore into."""
+
+    def spec(entry: dict) -> str:
+        return f"shape {tuple(entry['shape'])} {entry['dtype']}"
+
+    lines = []
+    for leaf, want in given.items():
+        got = saved.get(leaf)
+        if got is None:
+            lines.append(f"{leaf}: missing from the checkpoint (given: {spec(want)})")
+        elif (list(got["shape"]), got["dtype"]) != (list(want["shape"]), want["dtype"]):
+            lines.append(f"{leaf}: checkpoint {spec(got)}, given {spec(want)}")
+    lines += [
+        f"{leaf}: in the checkpoint ({spec(got)}), not in the tree given"
+        for leaf, got in saved.items()
+        if leaf not in given
+    ]
+    if lines:
+        shown = "\n  ".join(lines[:10])
+        more = f"\n  ... and {len(lines) - 10} more" if len(lines) > 10 else ""
+        raise CheckpointMismatchError(
+            f"The checkpoint's {name!r} does not match the tree given to restore it into: "
+            f"{len(lines)} leaf/leaves differ (key path, shape, dtype):\n  {shown}{more}\n"
+            "Pass a tree of the structure, shapes and dtypes that was saved (the same init)."
+        )
+
+
 def manifest_of(entry: dict) -> dict[str, dict]:
     """The manifest (name -> shape, dtype) of a saved model entry."""
     return {name: spec for name, spec in entry.get("arrays", [])}
@@ -234,6 +380,8 @@ def check_restorable(path: str, objects: dict, kinds: dict, saved: dict) -> None
             expected = obj._checkpoint_expect()
             if expected is not None:
                 check_manifest("model", manifest_of(entry), expected)
+        if kinds[name] == "tree":
+            _check_tree(name, manifest_of(entry), _tree_items(obj)[2])
 
 
 def apply(objects: dict, kinds: dict, saved: dict, arrays: dict) -> None:
@@ -247,3 +395,8 @@ def apply(objects: dict, kinds: dict, saved: dict, arrays: dict) -> None:
             obj._checkpoint_load(manifest, named, _own_input_state(entry.get("data") or {}))
         elif kinds[name] == "state":
             obj.set_state(entry["data"])
+        elif kinds[name] == "tree":
+            manifest = manifest_of(entry)
+            mine = arrays.get(name, {})
+            named = {n: mine[f"a{i}"] for i, n in enumerate(manifest)}
+            objects[name] = _load_tree(obj, manifest, named)
