@@ -26,7 +26,11 @@ ahead, so a checkpoint resumes exactly.
 
 The last, partial global batch follows ``InputOptions.partial_batch``:
 
-- ``"error"`` (default): raise, with the numbers and the fixes, before any
+- ``"error"`` (default): a partial batch whose rows divide by the replicas
+  (one process) is yielded as it is, as TensorFlow runs its short last step
+  (``strategy.run`` compiles that shape once more; each replica gets
+  ``rows / N`` where TF fills the replicas in order, so sums over replicas are
+  TF's); any other is refused, with the numbers and the fixes, before any
   compiled step sees it;
 - ``"drop"``: skip it;
 - ``"pad"``: pad every batch to the full global batch and yield
@@ -86,7 +90,8 @@ class InputOptions:
       experimental_per_replica_buffer_size: the number of batches the
         background thread copies ahead (>= 1).
       partial_batch: what to do with a last batch smaller than the global
-        batch: ``"error"``, ``"drop"`` or ``"pad"`` (see the module docstring).
+        batch: ``"error"`` (run it when its rows divide by the replicas, else
+        raise), ``"drop"`` or ``"pad"`` (see the module docstring).
     """
 
     experimental_fetch_to_device: bool = True
@@ -289,6 +294,8 @@ class _DeviceBatches:
             if policy == "drop":
                 return None
             if policy == "error":
+                if self._runs_as_is(size):
+                    return host  # TF's short last step; run compiles it once more
                 raise BatchNotDivisibleError(_partial_message(self._strategy, size, self._batch))
         _check_divisible(self._strategy, self._batch)
         if policy == "pad":
@@ -296,6 +303,20 @@ class _DeviceBatches:
             mask[:size] = 1.0
             host = (jax.tree.map(lambda a: _pad(a, self._batch), host), mask)
         return host
+
+    def _runs_as_is(self, size: int) -> bool:
+        """Whether a partial batch of ``size`` rows is yielded as it is under ``"error"``: one
+        process, not stacked, ``size`` a multiple of the replicas (each gets ``size / N``),
+        from ``experimental_distribute_dataset`` (``distribute_datasets_from_function``'s
+        batches are each replica's own: they are not split again)."""
+        strategy = self._strategy
+        return (
+            self._stack is None
+            and self._share_rows is None
+            and strategy._num_processes == 1
+            and 0 < size < self._batch
+            and size % strategy._local_replicas == 0
+        )
 
 
 class DistributedIterator:
