@@ -35,4 +35,6 @@ def test_processes_saving_to_different_paths_are_refused_alike(tmp_path):
         assert re.search(
             rf"\[{p}\] refused: The processes saved a checkpoint to different", out + err
         )
+    # Issue 27 item 8: the message says what replaces TF's write_filepath recipe.
+    assert "give every process the chief's path" in out + err
     assert not (tmp_path / "ckpts").exists() or not any((tmp_path / "ckpts").iterdir())

@@ -199,7 +199,10 @@ def same_path(tag: str, path: str) -> None:
         raise CheckpointError(
             f"The processes saved a checkpoint to different paths ({dict(enumerate(paths))} by "
             "process): every process must call save alike (the same path, or the same "
-            "CheckpointManager directory and number). Nothing was written."
+            "CheckpointManager directory and number). Nothing was written. TensorFlow's "
+            "multi_worker_with_keras recipe (write_filepath: workers write to temporary "
+            "folders, then delete them) is not needed: give every process the chief's path; "
+            "phalanx writes each checkpoint once, from process 0."
         )
 
 
