@@ -25,6 +25,7 @@ orbax is imported when first used, so ``import phalanx`` stays fast.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -53,10 +54,46 @@ def checkpointer(async_save: bool):
 def save_args(arrays: dict, meta: dict):
     """orbax's arguments to save ``arrays`` and ``meta`` as one checkpoint."""
     o = ocp()
-    items = {META: o.args.JsonSave(meta)}
+    items = {META: o.args.JsonSave(dict(meta, **{CHECKSUM: meta_checksum(meta)}))}
     if any(arrays.values()):
         items[ARRAYS] = o.args.PyTreeSave({k: v for k, v in arrays.items() if v})
     return o.args.Composite(**items)
+
+
+#: The key of the CRC32C of an orbax checkpoint's meta (its other keys, as canonical JSON).
+CHECKSUM = "crc32c"
+#: The keys of a meta written before checksums (``Checkpoint._meta``).
+_META_KEYS = {"format", "save_counter", "objects"}
+
+
+def meta_checksum(meta: dict) -> int:
+    """The CRC32C of ``meta`` as canonical JSON (sorted keys, no spaces)."""
+    import json
+
+    import crc32c
+
+    return crc32c.crc32c(json.dumps(meta, sort_keys=True, separators=(",", ":")).encode())
+
+
+def _checked_meta(path: str, meta: Any) -> Any:
+    """``meta`` without its checksum, checked; meta written before checksums pass as they are.
+
+    Raises:
+      CheckpointError: the checksum differs (a bit changed in ``meta/metadata``).
+    """
+    if not isinstance(meta, dict):
+        return meta
+    meta = dict(meta)
+    saved = meta.pop(CHECKSUM, None)
+    unknown = set(meta) - _META_KEYS  # a flip in the checksum's own key leaves one
+    if (saved is None and unknown) or (saved is not None and saved != meta_checksum(meta)):
+        file = os.path.join(path, META, "metadata")
+        raise CheckpointError(
+            f"The checkpoint {path!r} (orbax's format) is damaged: its file {file!r} does not "
+            "match its CRC32C (a bit changed). Restore an earlier checkpoint "
+            "(CheckpointManager(...).checkpoints lists them)."
+        )
+    return meta
 
 
 def as_path(path: Any, what: str) -> str:
@@ -117,9 +154,19 @@ def read_meta(path: str, reader=None) -> dict:
     if _file.is_file_checkpoint(path):
         meta = _file.read_meta(path)
     else:
+        bad = damaged_json_files(path)  # before orbax reads them, or skips one it ignores
+        if bad:
+            raise CheckpointError(
+                f"The checkpoint {path!r} (orbax's format) cannot be read: its file {bad[0]!r} "
+                f"is damaged ({bad[1]}). It is not as phalanx wrote it (a disk or transfer "
+                "error, or a copy cut short); restore an earlier checkpoint "
+                "(CheckpointManager(...).checkpoints lists them)."
+            )
         reader = reader or checkpointer(False)
         o = ocp()
-        meta = reader.restore(path, args=o.args.Composite(**{META: o.args.JsonRestore()}))[META]
+        with orbax_errors(path, "meta"):
+            meta = reader.restore(path, args=o.args.Composite(**{META: o.args.JsonRestore()}))[META]
+        meta = _checked_meta(path, meta)
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise CheckpointError(
             f"{path!r} is not a phalanx checkpoint (format {getattr(meta, 'get', dict)('format')!r}, "
@@ -184,4 +231,58 @@ def _read_orbax_arrays(path: str, counts: dict, reader) -> dict:
     }
     reader = reader or checkpointer(False)
     args = o.args.PyTreeRestore(restore_args=restore_args, partial_restore=True)
-    return dict(reader.restore(path, args=o.args.Composite(**{ARRAYS: args}))[ARRAYS])
+    with orbax_errors(path, "arrays"):
+        return dict(reader.restore(path, args=o.args.Composite(**{ARRAYS: args}))[ARRAYS])
+
+
+#: The errors orbax (and tensorstore under it) raises for a damaged file: a JSON file that
+#: does not parse (JSONDecodeError, UnicodeDecodeError are ValueErrors), a missing key, a
+#: tensorstore read that fails (ValueError), a file gone (OSError).
+_DAMAGE = (ValueError, KeyError, TypeError, AttributeError, IndexError, OSError)
+
+
+@contextlib.contextmanager
+def orbax_errors(path: str, item: str):
+    """Turns the bare errors of orbax reading a damaged checkpoint into a ``CheckpointError``
+    that names the checkpoint and, where one can be found, the damaged file."""
+    try:
+        yield
+    except CheckpointError:
+        raise
+    except _DAMAGE as error:
+        bad = damaged_json_files(path)
+        where = f"its file {bad[0]!r} is damaged ({bad[1]})" if bad else f"its {item!r} item"
+        raise CheckpointError(
+            f"The checkpoint {path!r} (orbax's format) cannot be read: {where}; orbax said "
+            f"{type(error).__name__}: {str(error)[:300]}. It is not as phalanx wrote it (a "
+            "disk or transfer error, or a copy cut short); restore an earlier checkpoint "
+            "(CheckpointManager(...).checkpoints lists them)."
+        ) from error
+
+
+def damaged_json_files(path: str) -> tuple[str, str] | None:
+    """``(file, why)`` of the first JSON metadata file of an orbax checkpoint that does not
+    parse (orbax's metadata files are JSON, whatever their names), or None."""
+    import json
+
+    for folder, _, files in sorted(os.walk(path)):
+        for name in sorted(files):
+            file = os.path.join(folder, name)
+            if not _is_json_metadata(folder, name, path):
+                continue
+            try:
+                with open(file, "rb") as f:
+                    json.loads(f.read().decode("utf-8"))
+            except (ValueError, OSError) as error:
+                return file, f"{type(error).__name__}: {str(error)[:120]}"
+    return None
+
+
+def _is_json_metadata(folder: str, name: str, root: str) -> bool:
+    """orbax's JSON files: ``_CHECKPOINT_METADATA``, ``_METADATA``, ``_sharding``, the
+    ``meta`` item's ``metadata``, and ``array_metadatas/*`` (not the tensorstore data)."""
+    if name in ("_CHECKPOINT_METADATA", "_METADATA", "_sharding"):
+        return True
+    if name == "metadata" and os.path.basename(folder) == META:
+        return True
+    return os.path.basename(folder) == "array_metadatas"
