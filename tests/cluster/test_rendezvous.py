@@ -175,3 +175,26 @@ def _wait_listening(port: int, timeout: float = 5.0) -> None:
             return
         time.sleep(0.02)
     raise AssertionError(f"nothing listens on port {port}")
+
+
+def test_a_hello_after_the_roll_call_ended_is_a_python_error_naming_it():
+    """Processes started by hand without a secret: a forger took process id 1 and the roll
+    call ended (GO); JAX's coordinator holds the port. The real process 1 is told at once
+    that the roll call is over and its id taken, instead of failing inside JAX."""
+    import time
+
+    from jax._src.lib import _jax
+
+    port = free_port()
+    service = _jax.get_distributed_runtime_service(f"127.0.0.1:{port}", 2)
+    try:
+        began = time.monotonic()
+        with pytest.raises(
+            ClusterMismatchError,
+            match=r"Process 1 of 2 came to the roll call at 127\.0\.0\.1:\d+ after it ended: "
+            r"JAX's coordinator already holds that port.*Another process took process id 1",
+        ):
+            attend_roll_call("127.0.0.1", port, 2, 1, timeout=20, hint="")
+        assert time.monotonic() - began < 10  # not after the roll call's deadline
+    finally:
+        service.shutdown()

@@ -246,6 +246,8 @@ def attend_roll_call(
     with conn:
         conn.settimeout(timeout + _REPLY_GRACE_S)
         reader = conn.makefile("rb")
+        if _is_grpc_server(_peek(reader, 9)):
+            raise ClusterMismatchError(_roll_call_over(address, process_id, num_processes))
         greeting = _readline(reader)
         parts = greeting.split()
         if len(parts) != 3 or parts[:2] != [_MAGIC, "CHALLENGE"]:
@@ -282,6 +284,31 @@ def attend_roll_call(
             f"Process 0 (at {address}) refused process {process_id}: {body[4:]}."
         )
     raise _went_away(address, process_id, num_processes)
+
+
+def _peek(reader, n: int) -> bytes:
+    try:
+        return reader.peek(n)[:n]
+    except (TimeoutError, OSError):
+        return b""
+
+
+def _is_grpc_server(head: bytes) -> bool:
+    """Whether ``head`` opens an HTTP/2 server's SETTINGS frame: JAX's coordinator (gRPC)
+    already holds the port, so the roll call there is over."""
+    return len(head) == 9 and head[3] == 0x04 and head[4] in (0, 1) and head[5:] == b"\0" * 4
+
+
+def _roll_call_over(address: str, process_id: int, num_processes: int) -> str:
+    return (
+        f"Process {process_id} of {num_processes} came to the roll call at {address} after it "
+        "ended: JAX's coordinator already holds that port, so process 0 had admitted a process "
+        f"for every id, {process_id} included. Another process took process id {process_id} "
+        "(this one started twice, a process of another job with the same ids, or a forged "
+        f"hello: without {JOB_SECRET_ENV} anyone who reaches the port can say hello). Give "
+        f"each process its own id and the same {JOB_SECRET_ENV} (phalanx launch does both), "
+        "then start the job again."
+    )
 
 
 def _readline(reader) -> str:
