@@ -14,6 +14,7 @@ from . import datasets as datasets
 from . import distribute as distribute
 from . import errors as errors
 from . import layers as layers
+from . import losses, metrics, optimizers, regularizers
 from . import mixed_precision as mixed_precision
 from . import models as models
 from . import utils as utils
@@ -39,10 +40,6 @@ from .distribute import scale_regularization_loss as scale_regularization_loss
 from .train import Input as Input
 from .train import Model as Model
 from .train import Sequential as Sequential
-from .train import losses as losses
-from .train import metrics as metrics
-from .train import optimizers as optimizers
-from .train import regularizers as regularizers
 
 __version__ = "0.1.0"
 

@@ -85,7 +85,7 @@ def test_a_buffer_is_reused_only_once_nothing_reads_it():
 
 
 def test_a_streamed_buffer_set_is_lent_again_only_once_jax_lets_go():
-    from phalanx.train import _adapter
+    from phalanx.train.data_adapters import _adapter
 
     sharding = NamedSharding(jax.sharding.Mesh(jax.devices()[:1], ("replica",)), P(None, "replica"))
     spec = (jax.ShapeDtypeStruct((3, 64, 1024), np.float32),)

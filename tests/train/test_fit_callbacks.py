@@ -86,7 +86,7 @@ def test_streamed_partial_batch_never_reaches_the_loss():
 
 
 def test_dataset_epoch_order_depends_on_the_epoch_not_on_history():
-    from phalanx.train import _adapter
+    from phalanx.train.data_adapters import _adapter
 
     ds = phalanx.data.Dataset.range(12).shuffle(12, seed=3).batch(4)
     third_pass = [b.tolist() for b in ds._iter_epoch(2)]

@@ -30,7 +30,7 @@ def _model():
 def test_from_phalanx_layers_import_dense():
     import phalanx.layers as keras_layers
 
-    assert keras_layers.Dense is phalanx.layers.Dense is phalanx.train.layers.Dense
+    assert keras_layers.Dense is phalanx.layers.Dense is phalanx.layers.Dense
     assert "Dense" in keras_layers.__all__
 
 

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from flax import nnx
 
+from phalanx import layers
 from phalanx.errors import LayerShapeError, NotBuiltError
-from phalanx.train import NON_TRAINABLE, TRAINABLE, Logits, layers, split_state
+from phalanx.train import NON_TRAINABLE, TRAINABLE, Logits, split_state
 from phalanx.train import SequentialNetwork as Sequential
 
 

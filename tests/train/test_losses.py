@@ -5,7 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from phalanx.train import Logits, losses
+from phalanx import losses
+from phalanx.losses import Logits
 
 Y_PRED = jnp.array([[0.05, 0.95, 0.0], [0.1, 0.8, 0.1]])
 

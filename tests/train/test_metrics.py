@@ -9,7 +9,7 @@ import pytest
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
-from phalanx.train import losses, metrics
+from phalanx import losses, metrics
 
 
 def run(metric, *args, **kwargs):

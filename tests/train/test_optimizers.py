@@ -8,9 +8,9 @@ import pytest
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from phalanx import optimizers
 from phalanx.errors import LearningRateError
-from phalanx.train import optimizers
-from phalanx.train.optimizers import schedules
+from phalanx.optimizers import schedules
 
 GRADS = [np.array([0.5, -1.0, 2.0]), np.array([0.1, 0.3, -0.2]), np.array([-1.0, 0.0, 1e-4])]
 W0 = np.array([1.0, -2.0, 0.5])

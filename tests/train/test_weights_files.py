@@ -14,7 +14,7 @@ import pytest
 from flax import nnx
 
 from phalanx.errors import WeightsFileError
-from phalanx.train import _weights
+from phalanx.saving import _npz as _weights
 
 B, W = "['b'].value", "['w'].value"
 
@@ -119,7 +119,7 @@ def test_a_1_mb_npz_claiming_1_gib_is_rejected_in_bounded_memory(tmp_path):
         import json, resource
         import numpy as np
         from flax import nnx
-        from phalanx.train import _weights
+        from phalanx.saving import _npz as _weights
         class M(nnx.Module):
             def __init__(self):
                 self.w = nnx.Param(np.zeros((4, 3), np.float32))

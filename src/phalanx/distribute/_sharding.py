@@ -20,7 +20,7 @@ variable is never mistaken for a distributed batch (which is split over
 replica the whole value of a sharded argument (XLA gathers it inside the
 compiled program) and its slice of a batch.
 
-How a step computes with them (``fit``, ``phalanx.train._sharded``): each
+How a step computes with them (``fit``, ``phalanx.train._programs``): each
 replica all-gathers the parameters for the forward and backward passes;
 differentiating through the all-gather reduce-scatters the gradients, so each
 replica receives the summed gradient of its own slice; the optimizer updates

@@ -4,13 +4,13 @@
 ``evaluate`` and ``predict`` compute in bfloat16 with float32 weights,
 optimizer state, outputs and loss; ``"mixed_float16"`` computes in float16
 with dynamic loss scaling (``LossScaleOptimizer``, added by ``compile``).
-See ``phalanx.train._mixed_precision``.
+See ``phalanx.mixed_precision._policy``.
 """
 
-from ..train._mixed_precision import LossScaleOptimizer as LossScaleOptimizer
-from ..train._mixed_precision import Policy as Policy
-from ..train._mixed_precision import global_policy as global_policy
-from ..train._mixed_precision import set_global_policy as set_global_policy
+from ._policy import LossScaleOptimizer as LossScaleOptimizer
+from ._policy import Policy as Policy
+from ._policy import global_policy as global_policy
+from ._policy import set_global_policy as set_global_policy
 
 #: Keras 3's names for the same.
 DTypePolicy = Policy

@@ -1,29 +1,49 @@
-"""The Keras-style surface: ``Model``, ``Sequential``, layers, losses, metrics, optimizers.
+"""The trainer: what ``Model.compile``/``fit``/``evaluate``/``predict`` run.
 
-``Model`` (``_model``) gives any flax.nnx module Keras's ``compile``/``fit``/
-``evaluate``/``predict``; its compiled steps are pure functions (``_step``) fed
-by data adapters (``_adapter``). The pieces it builds on document their
-protocols in
-:mod:`phalanx.train._network` (build, call, random keys, batch statistics),
-:mod:`phalanx.train._logits` (stable cross-entropy), :mod:`phalanx.train._metric`
-(pure, additive metric states) and :mod:`phalanx.train._learning_rate`
-(reading and setting an optimizer state's learning rate).
+The compile configuration (``_compile``), the pure step functions (``_step``), the
+training state (``_state``), the compiled programs (``_programs``), the loop that
+drives them (``_loop``), the position a checkpoint resumes from (``_position``), the
+placement of state on the devices, memory reports (``_memory``) and what ``fit``
+accepts as data (``data_adapters``). The model classes are in :mod:`phalanx.models`,
+the layers in :mod:`phalanx.layers`, losses, metrics and optimizers in their own
+packages, as in Keras 3 (``keras/src/trainers`` beside ``keras/src/models``).
+
+``phalanx.train`` also re-exports, for scripts written against earlier releases, the
+names it used to hold (``phalanx.train.Model``, ``phalanx.train.layers``, ...). They
+are looked up when first read (PEP 562): the packages they live in sit above the
+trainer in the layer order (``docs/architecture.md``), so importing them here would
+be a cycle.
 """
 
-from . import layers as layers
-from . import losses as losses
-from . import metrics as metrics
-from . import optimizers as optimizers
-from . import regularizers as regularizers
-from ._core_layers import Input as Input
-from ._logits import Logits as Logits
-from ._model import Model as Model
-from ._network import Sequential as SequentialNetwork
-from ._sequential import Sequential as Sequential
+import importlib
+
 from ._state import NON_TRAINABLE as NON_TRAINABLE
 from ._state import TRAINABLE as TRAINABLE
 from ._state import count_params as count_params
 from ._state import split_state as split_state
+
+#: name -> (module, attribute); attribute None: the module itself.
+_MOVED = {
+    "Input": ("phalanx.layers", "Input"),
+    "Logits": ("phalanx.losses", "Logits"),
+    "Model": ("phalanx.models", "Model"),
+    "Sequential": ("phalanx.models", "Sequential"),
+    "SequentialNetwork": ("phalanx.models._network", "Sequential"),
+    "layers": ("phalanx.layers", None),
+    "losses": ("phalanx.losses", None),
+    "metrics": ("phalanx.metrics", None),
+    "optimizers": ("phalanx.optimizers", None),
+    "regularizers": ("phalanx.regularizers", None),
+}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _MOVED:
+        raise AttributeError(f"module 'phalanx.train' has no attribute {name!r}")
+    module, attribute = _MOVED[name]
+    found = importlib.import_module(module)
+    return found if attribute is None else getattr(found, attribute)
+
 
 __all__ = [
     "Input",

@@ -17,15 +17,16 @@ from typing import TYPE_CHECKING, Any
 import jax
 import optax
 
+from .. import losses as _losses
+from .. import metrics as _metrics
+from .. import optimizers as _optimizers
 from ..errors import CompileArgumentError
-from . import _mixed_precision, _multi_output
-from . import losses as _losses
-from . import metrics as _metrics
-from . import optimizers as _optimizers
-from ._keras_scalars import KerasFloat, KerasInt
+from ..mixed_precision import _policy as _mixed_precision
+from ..optimizers._keras_scalars import KerasFloat, KerasInt
+from . import _multi_output
 
 if TYPE_CHECKING:
-    from ._model import Model
+    from ..models._model import Model
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

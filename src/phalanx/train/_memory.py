@@ -28,9 +28,9 @@ import flax.nnx as nnx
 import jax
 import numpy as np
 
+from ..models._introspection import trainable_filter
+from ..models._summary import readable_size
 from . import _model_parallel
-from ._introspection import trainable_filter
-from ._summary import readable_size
 
 
 class StepMemory(NamedTuple):
@@ -186,7 +186,7 @@ def prepare_step(model: Any, training_batch: Any) -> None:
       training_batch: ``(x, y)`` or ``(x, y, sample_weight)``: one global batch, as
         ``fit`` would receive it (its first axis is the global batch size).
     """
-    from ._validate import FitInputError
+    from .data_adapters._checks import FitInputError
 
     if not isinstance(training_batch, tuple) or len(training_batch) not in (2, 3):
         raise FitInputError(

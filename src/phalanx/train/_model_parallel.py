@@ -25,8 +25,9 @@ import flax.nnx as nnx
 
 from ..distribute._layout import PATH_METADATA
 from ..errors import LayoutError
-from . import _sharded, _step
-from ._introspection import _keras_path, _lookup
+from ..models._introspection import _keras_path, _lookup
+from . import _programs as _sharded
+from . import _step
 
 
 def annotate_paths(strategy, module: nnx.Module) -> None:

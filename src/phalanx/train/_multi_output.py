@@ -20,8 +20,8 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from . import losses as _losses
-from . import metrics as _metrics
+from .. import losses as _losses
+from .. import metrics as _metrics
 
 
 def _keys(structure: Any) -> list:

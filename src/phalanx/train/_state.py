@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from flax import nnx
 
-from ._layer import count_params
+from ..layers._layer import count_params
 
 #: The nnx filter of trainable weights (Keras's ``trainable_weights``).
 TRAINABLE = nnx.Param
@@ -31,7 +31,8 @@ def split_state(module: nnx.Module):
       The graph definition and three ``nnx.State`` pytrees.
 
     Example:
-      >>> from phalanx.train import layers, SequentialNetwork as Sequential
+      >>> from phalanx import layers
+      >>> from phalanx.models._network import Sequential
       >>> net = Sequential([layers.Dense(2, input_shape=(3,)), layers.BatchNormalization()])
       >>> _ = net.build()
       >>> graphdef, params, stats, rest = split_state(net)

@@ -42,7 +42,8 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ..distribute._run import check_vma, is_varying
-from . import _mixed_precision, _regularizers
+from ..mixed_precision import _policy as _mixed_precision
+from ..regularizers import _regularizers
 
 AXIS = "replica"
 
@@ -102,7 +103,7 @@ class StepConfig:
     compute_dtype: Any = None  # e.g. jnp.bfloat16: forward/backward dtype (TPUStrategy)
     trainable: Any = nnx.Param  # the filter of trained weights (frozen layers' are not)
     regularized: bool = False  # a layer has a weight or activity regularizer
-    # Sharded parameters (phalanx.train._sharded): maps this replica's slices of the
+    # Sharded parameters (phalanx.train._programs): maps this replica's slices of the
     # parameters to whole ones inside the differentiated loss, so the gradient of each
     # slice arrives reduce-scattered (summed over replicas).
     gather_params: Callable | None = None

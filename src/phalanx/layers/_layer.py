@@ -1,0 +1,480 @@
+"""``Layer``: a Keras layer config that builds its flax.nnx module on first use.
+
+flax.nnx modules need their input sizes at construction (``nnx.Linear(784,
+128)``); Keras layers learn them from the first input (``Dense(128)``). A
+phalanx layer is an ``nnx.Module`` that holds its Keras configuration as static
+attributes and, once ``build(input_shape, rngs)`` is called, the nnx module(s)
+that do the work as children. After ``build`` it is an ordinary nnx graph
+node: ``nnx.split``/``nnx.merge``/``nnx.state`` see its parameters.
+
+Shapes given to and returned by ``build`` and ``compute_output_shape`` are per
+example, without the batch axis, as Keras's ``input_shape=`` argument; a
+``None`` entry is a size known only at call time (a sequence length).
+
+Layers are built eagerly, outside ``jit``: a layer called on a traced array
+before it is built raises :class:`~phalanx.errors.NotBuiltError`. A built
+layer checks every input's shape when it is traced, so a wrong shape fails
+with the layer's name before XLA compiles anything.
+
+Random keys: ``__call__(x, training=..., rngs=...)`` takes an optional
+``jax.random`` key (or ``nnx.Rngs``) that only layers drawing random numbers
+in training (``Dropout``) use; the layer holds no random state of its own.
+A layer called without a key inside a model's step (a subclassed model's
+``call``, as Keras users write it) draws from the key the step put in the
+random context (:func:`random_context`), folded with the layer's position.
+
+Symbolic calls: a layer called on a :class:`~phalanx.layers._symbolic.KerasTensor`
+(from ``phalanx.Input``) builds itself from the tensor's shape and returns
+symbolic outputs; :mod:`phalanx.models._functional` turns the recorded calls
+into a model.
+
+Keras's introspection: ``trainable`` (False freezes the layer's weights in
+``fit`` from the next ``compile``), ``weights``, ``trainable_weights``,
+``non_trainable_weights``, ``get_weights()``/``set_weights()``; inside a
+compiled model they read and write the model's live state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from .._random import model_seed
+from ..errors import LayerArgumentError, LayerShapeError, NotBuiltError
+from ..mixed_precision import _policy as _mixed_precision
+from ..regularizers._regularizers import Regularized
+from . import _activations
+
+Shape = tuple[int | None, ...]
+
+
+def snake_case(name: str) -> str:
+    """Keras's layer naming: ``Conv2D`` -> ``conv2d``, ``MaxPooling2D`` -> ``max_pooling2d``."""
+    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
+def normalize_shape(shape: Any, what: str = "input_shape") -> Shape | None:
+    """Returns ``shape`` as a tuple of ints (or None entries), or None for None."""
+    if shape is None:
+        return None
+    if isinstance(shape, int | np.integer) and not isinstance(shape, bool):
+        return (int(shape),)
+    dims = None if isinstance(shape, str | bytes) else _dims(shape)
+    if dims is None:
+        raise LayerArgumentError(
+            f"{what} must be a tuple of ints (per example, without the batch axis), "
+            f"got {type(shape).__name__} {shape!r}; e.g. {what}=(28, 28, 1)."
+        )
+    return dims
+
+
+def _dims(shape: Any) -> Shape | None:
+    """``shape``'s entries as ints or None, or None when it is not a sequence of such."""
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        return None
+    ok = all(
+        d is None or (isinstance(d, int | np.integer) and not isinstance(d, bool)) for d in dims
+    )
+    return tuple(None if d is None else int(d) for d in dims) if ok else None
+
+
+def format_shape(shape: Sequence[int | None] | None, batch: Any = None) -> str:
+    """Formats a per-example shape with a leading batch entry: ``(None, 784)``."""
+    if shape is None:
+        return "?"
+    dims = ["None" if d is None else str(d) for d in (batch, *shape)]
+    return "(" + ", ".join(dims) + (",)" if len(dims) == 1 else ")")
+
+
+def shapes_match(expected: Shape, received: Shape) -> bool:
+    """True when ``received`` has ``expected``'s rank and sizes (None matches any size)."""
+    if len(expected) != len(received):
+        return False
+    return all(e is None or r is None or e == r for e, r in zip(expected, received, strict=True))
+
+
+def _is_traced(x: Any) -> bool:
+    return isinstance(x, jax.core.Tracer)
+
+
+def _layer_dtype(owner: str, dtype: Any) -> Any:
+    """``layer_dtype(dtype)``, a ``LayerArgumentError`` naming the layer for a dtype JAX lacks."""
+    try:
+        return _mixed_precision.layer_dtype(dtype)
+    except (TypeError, ValueError):
+        raise LayerArgumentError(
+            f"{owner}: dtype must be a float dtype ('float32', 'bfloat16', 'float16'), a "
+            f"mixed-precision policy ('mixed_bfloat16', 'mixed_float16') or None; got "
+            f"{dtype!r} ({type(dtype).__name__}). Pass dtype=None to compute in the input's "
+            "float dtype."
+        ) from None
+
+
+#: The weight names Keras layers expose as attributes (``Layer.__getattr__``).
+_WEIGHT_NAMES = frozenset(
+    (
+        "kernel",
+        "bias",
+        "gamma",
+        "beta",
+        "moving_mean",
+        "moving_variance",
+        "embeddings",
+        "depthwise_kernel",
+        "pointwise_kernel",
+        "recurrent_kernel",
+    )
+)
+
+
+class Layer(Regularized, nnx.Module):
+    """Base class of phalanx's Keras-style layers.
+
+    Subclasses implement ``compute_output_shape``, ``_build`` (create the nnx
+    children) and ``call``; optionally ``_check_input_shape`` (raise on a shape
+    the layer cannot take) and, when they apply an ``activation``,
+    ``pre_activation`` (the values before it).
+
+    Args:
+      name: the layer's name; a network gives unnamed layers unique Keras names
+        (``dense``, ``dense_1``, ...).
+      input_shape: the per-example input shape (without the batch axis), as
+        Keras's ``input_shape=``; only meaningful on a network's first layer.
+      dtype: the computation dtype (parameters stay float32), or a policy
+        (``"mixed_bfloat16"``: its compute dtype); None keeps the input's
+        floating dtype.
+    """
+
+    _has_activation = False
+
+    def __init__(self, *, name: str | None = None, input_shape: Any = None, dtype: Any = None):
+        self.name = name
+        self.declared_input_shape = normalize_shape(input_shape)
+        # A dtype or a policy name ("mixed_bfloat16": compute in bfloat16, weights float32).
+        self.dtype = None if dtype is None else _layer_dtype(type(self).__name__, dtype)
+        self.built = False
+        self.trainable = True
+        self.built_input_shape: Shape | None = None
+        self.output_shape: Shape | None = None
+
+    # -- what subclasses implement ----------------------------------------------------
+    def compute_output_shape(self, input_shape: Shape) -> Shape:
+        """Returns the per-example output shape for a per-example input shape."""
+        return tuple(input_shape)
+
+    def _check_input_shape(self, input_shape: Shape) -> None:
+        """Raises :class:`LayerShapeError` when the layer cannot take ``input_shape``."""
+
+    def _build(self, input_shape: Shape, rngs: nnx.Rngs) -> None:
+        """Creates the nnx children for ``input_shape``; layers without weights do nothing."""
+
+    def call(self, x: jax.Array, *, training: bool, rngs: Any) -> jax.Array:
+        """Applies the built layer to a batch ``x``."""
+        return self.activation_fn(self.pre_activation(x, training=training, rngs=rngs))
+
+    def pre_activation(self, x: jax.Array, *, training: bool, rngs: Any) -> jax.Array:
+        """The layer's output before its activation (for layers with ``activation=``)."""
+        raise NotImplementedError(f"{type(self).__name__} has no activation.")
+
+    # -- activation ------------------------------------------------------------------
+    @property
+    def activation_name(self) -> str | None:
+        """The Keras name of the activation this layer ends with, or None."""
+        if not self._has_activation:
+            return None
+        return _activations.name_of(self.activation)
+
+    @property
+    def activation_fn(self):
+        """The activation function (identity for layers without one)."""
+        return _activations.get(self.activation if self._has_activation else None)
+
+    # -- building ----------------------------------------------------------------------
+    def _error(self, message: str) -> LayerShapeError:
+        return LayerShapeError(f"Layer '{self.name}' ({type(self).__name__}) {message}")
+
+    def _require_rank(self, input_shape: Shape, rank: int, layout: str, hint: str = "") -> None:
+        if len(input_shape) != rank:
+            raise self._error(
+                f"expects inputs of rank {rank + 1} {layout}, received shape "
+                f"{format_shape(input_shape)}." + (f" {hint}" if hint else "")
+            )
+
+    def _require_known(self, input_shape: Shape, axes: Sequence[int], what: str) -> None:
+        if any(input_shape[a] is None for a in axes):
+            raise self._error(
+                f"needs a known {what} to create its weights, received shape "
+                f"{format_shape(input_shape)}."
+            )
+
+    def build(self, input_shape: Any, rngs: nnx.Rngs | int | None = None) -> Shape:
+        """Creates the layer's weights for a per-example ``input_shape``.
+
+        Args:
+          input_shape: the shape of one example (without the batch axis); a
+            list of shapes for layers taking several inputs (``Add``, ...).
+          rngs: an ``nnx.Rngs`` (its ``params`` stream initializes the weights),
+            an int seed, or None for seed 0 (drawn from
+            ``phalanx.utils.set_random_seed``'s stream once it was called).
+
+        Returns:
+          The per-example output shape.
+
+        Raises:
+          LayerShapeError: the layer cannot take inputs of this shape.
+        """
+        shape = self._normalize_input_shape(input_shape)
+        if self.name is None:
+            self.name = snake_case(type(self).__name__)
+        self._check_input_shape(shape)
+        if not isinstance(rngs, nnx.Rngs):
+            rngs = nnx.Rngs(model_seed() if rngs is None else rngs)
+        self._build(shape, rngs)
+        self.built_input_shape = shape
+        self.output_shape = self._normalize_output_shape(self.compute_output_shape(shape))
+        self.built = True
+        return self.output_shape
+
+    def _normalize_input_shape(self, input_shape: Any) -> Any:
+        """The input shape as ``build`` stores it (layers with several inputs: a list)."""
+        return normalize_shape(input_shape)
+
+    def _normalize_output_shape(self, output_shape: Any) -> Any:
+        if isinstance(output_shape, list):  # several outputs
+            return [normalize_shape(s) for s in output_shape]
+        return normalize_shape(output_shape)
+
+    def _input_shape_of(self, x: Any) -> Any:
+        """The per-example shape(s) of a batch ``x`` (what ``build`` takes)."""
+        return tuple(x.shape[1:])
+
+    def _build_shapes(self, x: Any, *args: Any, **kwargs: Any) -> Any:
+        """What ``build`` takes for the call ``layer(x, *args, **kwargs)`` (arrays or symbolic).
+
+        Layers with several inputs (``MultiHeadAttention``) override it.
+        """
+        return self._input_shape_of(x)
+
+    def check_input(self, x: Any) -> None:
+        """Raises :class:`LayerShapeError` when a batch ``x`` does not fit the built layer."""
+        received = tuple(x.shape[1:])
+        if not shapes_match(self.built_input_shape, received):
+            raise self._error(
+                f"was built for inputs of shape {format_shape(self.built_input_shape)}, "
+                f"received {format_shape(received, x.shape[0] if x.ndim else None)}."
+            )
+
+    def __call__(
+        self, x: Any, *args: Any, training: bool | None = None, rngs: Any = None, **kwargs: Any
+    ) -> Any:
+        """Applies the layer to a batch ``x`` (leading batch axis), building it first if needed.
+
+        Called on a symbolic tensor (``phalanx.Input(...)``), it records the call
+        for a functional ``Model`` and returns symbolic outputs.
+
+        Args:
+          x: a batch, shape ``[batch, *input_shape]`` (a list for merge layers).
+          *args: further inputs of layers that take them (``MultiHeadAttention``'s value).
+          training: True in a training step (dropout active, batch statistics).
+          rngs: a ``jax.random`` key or ``nnx.Rngs`` for random layers in training.
+          **kwargs: the layer's call options (``attention_mask=``, ...).
+
+        Returns:
+          The layer's output for the batch.
+
+        Raises:
+          NotBuiltError: the layer is unbuilt and ``x`` is traced (build it eagerly).
+          LayerShapeError: ``x`` does not have the shape the layer was built for.
+        """
+        from . import _symbolic
+
+        if _symbolic.any_symbolic((x, args, kwargs)):
+            return _symbolic.call_symbolic(self, x, args, kwargs, training=training)
+        if not self.built:
+            weightless = type(self)._build is Layer._build  # safe to build under a trace
+            if not weightless and any(_is_traced(a) for a in jax.tree.leaves(x)):
+                raise NotBuiltError(
+                    f"Layer '{self.name or snake_case(type(self).__name__)}' "
+                    f"({type(self).__name__}) is not built and was called inside a jitted "
+                    "function. Call layer.build(input_shape) (or the network's build) "
+                    "before jit."
+                )
+            x = jax.tree.map(lambda a: a if _is_traced(a) else jnp.asarray(a), x)
+            self.build(
+                self._build_shapes(x, *args, **kwargs),
+                _RANDOM.build_rngs[-1] if _RANDOM.build_rngs else None,
+            )
+        self.check_input(x)
+        training = bool(training)
+        if rngs is None and training and self.uses_rng:
+            rngs = context_key(self)
+        return self._record_activity(self.call(x, *args, training=training, rngs=rngs, **kwargs))
+
+    #: True for layers that draw random numbers in training (``Dropout``).
+    uses_rng = False
+
+    # -- Keras's introspection -------------------------------------------------------
+    _NOT_CONFIG = frozenset(
+        ("name", "built", "built_input_shape", "output_shape", "declared_input_shape")
+    )
+
+    def get_config(self) -> dict:
+        """The layer's configuration, as Keras's ``get_config()``: name, trainable, arguments.
+
+        Values are what the layer was given (ints, floats, strings, tuples);
+        an activation function or a regularizer object is given by its name.
+        It describes the layer (``TensorBoard(write_graph=True)``, ``to_json``);
+        phalanx does not rebuild layers from it.
+        """
+        config: dict = {"name": self.name, "trainable": self.trainable}
+        config["dtype"] = None if self.dtype is None else str(self.dtype)
+        for key, value in vars(self).items():
+            if key.startswith("_") or key in self._NOT_CONFIG or key in config:
+                continue
+            if isinstance(value, bool | int | float | str | type(None)):
+                config[key] = value
+            elif isinstance(value, tuple) and all(
+                isinstance(v, int | float | str | type(None) | tuple) for v in value
+            ):
+                config[key] = list(value)
+            elif callable(value) and not isinstance(value, nnx.Module):
+                config[key] = getattr(value, "__name__", type(value).__name__)
+        return config
+
+    def __getattr__(self, name: str) -> Any:
+        """Keras's weight attributes (``layer.kernel``, ``.bias``, ``.moving_variance`` ...):
+        the layer's own weight of that name, a live view as in ``weights``.
+
+        Only called when normal lookup fails, and only for Keras's weight names.
+        """
+        if name in _WEIGHT_NAMES and not name.startswith("_"):
+            built = self.__dict__.get("built")
+            if built is False:
+                raise AttributeError(
+                    f"You must build the layer before accessing `{name}` (call it on a batch, "
+                    "or build the model: model.build((None, ...)))."
+                )
+            if built:
+                prefix = f"{self.__dict__.get('name')}/"
+                for weight in self.weights:
+                    if weight.path == prefix + name:
+                        return weight
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @property
+    def weights(self) -> list:
+        """The layer's weights (trainable, then non-trainable, in Keras's order)."""
+        from ..models import _introspection
+
+        return _introspection.weight_views(self)
+
+    @property
+    def trainable_weights(self) -> list:
+        """The weights ``fit`` trains (none when ``trainable`` is False)."""
+        return [w for w in self.weights if w.trainable]
+
+    @property
+    def non_trainable_weights(self) -> list:
+        """The weights ``fit`` does not train (moving statistics, frozen layers)."""
+        return [w for w in self.weights if not w.trainable]
+
+    trainable_variables = trainable_weights
+    non_trainable_variables = non_trainable_weights
+
+    def get_weights(self) -> list[np.ndarray]:
+        """The layer's weights as numpy arrays, in Keras's order (kernel, bias, ...)."""
+        from ..models import _introspection
+
+        return _introspection.get_weights(self)
+
+    def set_weights(self, weights: Sequence[Any]) -> None:
+        """Sets the layer's weights from a list in ``get_weights()`` order.
+
+        Raises:
+          ValueError: the number of arrays or a shape does not match.
+        """
+        from ..models import _introspection
+
+        _introspection.set_weights(self, weights)
+
+    # -- weights -----------------------------------------------------------------------
+    def count_params(self) -> int:
+        """Returns the number of weights: trainable (``nnx.Param``) plus ``nnx.BatchStat``."""
+        return count_params(self, nnx.Param) + count_params(self, nnx.BatchStat)
+
+    def _cast(self, x: jax.Array) -> jax.Array:
+        """Casts an input to the layer's compute dtype (integers become float32, as Keras)."""
+        if self.dtype is not None:
+            return x.astype(self.dtype)
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            return x.astype(jnp.float32)
+        return x
+
+
+class _RandomContext(threading.local):
+    def __init__(self):
+        self.stack: list = []
+        self.build_rngs: list = []
+
+
+_RANDOM = _RandomContext()
+
+
+@contextlib.contextmanager
+def random_context(key: Any, module: nnx.Module):
+    """Lets the random layers of ``module`` called without ``rngs=`` draw from ``key``.
+
+    A layer's key is ``fold_in(key, i)`` with ``i`` its position among the
+    phalanx layers of ``module`` (graph order), so two dropouts differ and a
+    rerun draws the same numbers. ``key`` may also be an ``nnx.Rngs``.
+    """
+    positions = {}
+    for _, node in nnx.iter_graph(module):
+        if isinstance(node, Layer) and id(node) not in positions:
+            positions[id(node)] = len(positions)
+    _RANDOM.stack.append((key, positions))
+    try:
+        yield
+    finally:
+        _RANDOM.stack.pop()
+
+
+@contextlib.contextmanager
+def build_context(rngs: nnx.Rngs):
+    """Layers built by a call inside this block draw their initial weights from ``rngs``.
+
+    One shared stream, so two layers of the same shape start from different
+    weights (a subclassed model's layers are built by its first call).
+    """
+    _RANDOM.build_rngs.append(rngs)
+    try:
+        yield
+    finally:
+        _RANDOM.build_rngs.pop()
+
+
+def context_key(layer: Layer) -> Any:
+    """The key a layer called without ``rngs=`` uses in the current random context, or None."""
+    if not _RANDOM.stack:
+        return None
+    key, positions = _RANDOM.stack[-1]
+    if key is None or isinstance(key, nnx.Rngs):
+        return key
+    return jax.random.fold_in(key, positions.get(id(layer), len(positions)))
+
+
+def count_params(module: nnx.Module, variable_type: Any = nnx.Param) -> int:
+    """Returns the number of scalars in ``module``'s variables of ``variable_type``."""
+    state = nnx.state(module, variable_type)
+    return int(sum(np.prod(np.shape(leaf)) for leaf in jax.tree.leaves(state)))

@@ -1,0 +1,152 @@
+"""Keras's other dropout layers: ``SpatialDropout1D/2D``, ``GaussianDropout``, ``GaussianNoise``.
+
+Like :class:`~phalanx.layers._core.Dropout`, they act in training only
+and draw from the key the call is given (``fit`` gives a fresh one per step
+and replica; a subclassed model's ``call`` gets it from the random context).
+Spatial dropout drops whole channels: one mask per example and channel,
+shared over the steps (1-D) or the pixels (2-D), as Keras.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+from flax import nnx
+
+from ..errors import LayerArgumentError
+from . import _args as _layer_args
+from ._core import Dropout
+from ._layer import Layer, Shape
+
+
+def _key(layer: Layer, rngs: Any, seed: int | None):
+    if rngs is None:
+        raise ValueError(
+            f"Layer '{layer.name}' ({type(layer).__name__}) needs a random key in training: "
+            "fit gives one; call it with rngs=jax.random.key(seed)."
+        )
+    if isinstance(rngs, nnx.Rngs):
+        rngs = rngs.dropout()
+    return rngs if seed is None else jax.random.fold_in(rngs, seed)
+
+
+class SpatialDropout1D(Dropout):
+    """Drops whole channels of ``(batch, steps, channels)`` inputs in training.
+
+    Args:
+      rate: the fraction of channels to drop, in [0, 1).
+      seed: an int folded into the call's key.
+      name: the layer's name.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> out = SpatialDropout1D(0.5)(jnp.ones((1, 4, 3)), training=True, rngs=jax.random.key(0))
+      >>> bool((out == out[:, :1]).all())  # one mask per channel, shared by the steps
+      True
+    """
+
+    _rank = 2
+
+    def __init__(self, rate: float, seed: int | None = None, *, name: str | None = None):
+        super().__init__(rate, seed=seed, name=name)
+
+    def _check_input_shape(self, input_shape: Shape) -> None:
+        layout = "(batch, steps, channels)" if self._rank == 2 else "(batch, h, w, channels)"
+        self._require_rank(input_shape, self._rank, layout)
+
+    def _build(self, input_shape: Shape, rngs: nnx.Rngs) -> None:
+        self.noise_shape = (None, *([1] * (self._rank - 1)), None)
+        self.dropout = nnx.Dropout(self.rate, broadcast_dims=tuple(range(1, self._rank)), rngs=None)
+
+
+class SpatialDropout2D(SpatialDropout1D):
+    """Drops whole channels of NHWC images in training.
+
+    Args:
+      rate: the fraction of channels to drop, in [0, 1).
+      data_format: ``"channels_last"`` or None.
+      seed: an int folded into the call's key.
+      name: the layer's name.
+    """
+
+    _rank = 3
+
+    def __init__(
+        self,
+        rate: float,
+        data_format: str | None = None,
+        seed: int | None = None,
+        *,
+        name: str | None = None,
+    ):
+        if data_format not in (None, "channels_last"):
+            raise LayerArgumentError(
+                f"data_format={data_format!r} is not supported: SpatialDropout2D takes "
+                "'channels_last' (NHWC) inputs. Transpose with jnp.transpose(x, (0, 2, 3, 1))."
+            )
+        super().__init__(rate, seed=seed, name=name)
+
+
+class GaussianDropout(Layer):
+    """Multiplies inputs by noise ``N(1, rate / (1 - rate))`` in training, as Keras.
+
+    Args:
+      rate: the drop probability the noise imitates, in [0, 1).
+      seed: an int folded into the call's key.
+      name: the layer's name.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> GaussianDropout(0.3)(jnp.ones((1, 2))).tolist()  # inference: identity
+      [[1.0, 1.0]]
+    """
+
+    def __init__(self, rate: float, seed: int | None = None, *, name: str | None = None):
+        super().__init__(name=name)
+        self.rate = _layer_args.rate("GaussianDropout", "rate", rate, one=False)
+        self.seed = seed
+
+    @property
+    def uses_rng(self) -> bool:
+        """True when the layer draws noise in training."""
+        return self.rate > 0.0
+
+    def call(self, x, *, training, rngs):
+        if not training or self.rate == 0.0:
+            return x
+        stddev = math.sqrt(self.rate / (1.0 - self.rate))
+        noise = jax.random.normal(_key(self, rngs, self.seed), x.shape, x.dtype)
+        return x * (1.0 + stddev * noise)
+
+
+class GaussianNoise(Layer):
+    """Adds noise ``N(0, stddev**2)`` in training, as Keras.
+
+    Args:
+      stddev: the noise's standard deviation (>= 0).
+      seed: an int folded into the call's key.
+      name: the layer's name.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> GaussianNoise(0.1)(jnp.zeros((1, 2))).tolist()  # inference: identity
+      [[0.0, 0.0]]
+    """
+
+    def __init__(self, stddev: float, seed: int | None = None, *, name: str | None = None):
+        super().__init__(name=name)
+        self.stddev = _layer_args.non_negative("GaussianNoise", "stddev", stddev)
+        self.seed = seed
+
+    @property
+    def uses_rng(self) -> bool:
+        """True when the layer draws noise in training."""
+        return self.stddev > 0.0
+
+    def call(self, x, *, training, rngs):
+        if not training or self.stddev == 0.0:
+            return x
+        noise = jax.random.normal(_key(self, rngs, self.seed), x.shape, x.dtype)
+        return x + self.stddev * noise

@@ -1,0 +1,614 @@
+"""Keras losses on optax: functions and classes by Keras name, returning per-example values.
+
+The functions (``sparse_categorical_crossentropy(y_true, y_pred)``, ...)
+behave as Keras's: they reduce the class/feature axis only. The classes
+(``SparseCategoricalCrossentropy(from_logits=False)``, ...) return one value
+per example, ``[batch]``, averaging any remaining axes (so a ``[batch, time]``
+loss becomes its mean over time, which keeps Keras's ``sum_over_batch_size``
+value once the step divides the sum by the global batch size). The training
+step scales them: ``sum(per_example * sample_weight) / global_batch_size``.
+
+With ``from_logits=False``, probabilities are clipped to ``[1e-7, 1 - 1e-7]``
+as Keras does, unless the network also handed over its logits
+(``loss(y_true, y_pred, logits=Logits(...))``, see :mod:`phalanx.losses._logits`):
+then the cross-entropies are computed from the logits, finite and exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from ..errors import CompileArgumentError, LossArgumentError, UnknownNameError
+from ._logits import Logits
+
+EPSILON = 1e-7
+_REDUCTIONS = ("none", "sum_over_batch_size", "mean", "sum", "auto")
+
+
+class Reduction:
+    """tf.keras's names of the reductions (``tf.keras.losses.Reduction``): ``reduction=``
+    takes these or the same strings.
+
+    ``AUTO`` is ``SUM_OVER_BATCH_SIZE`` (TensorFlow's meaning outside a strategy; inside
+    one, where TensorFlow refuses it in custom loops, phalanx reduces the replica's
+    batch alike: use ``NONE`` and ``phalanx.compute_average_loss`` there).
+
+    Example:
+      >>> Reduction.NONE, Reduction.all()[:2]
+      ('none', ('auto', 'none'))
+    """
+
+    AUTO = "auto"
+    NONE = "none"
+    SUM = "sum"
+    SUM_OVER_BATCH_SIZE = "sum_over_batch_size"
+
+    @classmethod
+    def all(cls) -> tuple[str, ...]:
+        """Every reduction's name."""
+        return (cls.AUTO, cls.NONE, cls.SUM, cls.SUM_OVER_BATCH_SIZE)
+
+    @classmethod
+    def validate(cls, key: Any) -> None:
+        """Raises ``LossArgumentError`` unless ``key`` names a reduction."""
+        if key not in _REDUCTIONS:
+            raise LossArgumentError(
+                f"reduction must be one of {_REDUCTIONS} (or None, as 'none'), got {key!r}. "
+                "'sum_over_batch_size' (the default) gives the batch's mean; 'none' one loss "
+                "per example, for phalanx.compute_average_loss in a custom loop."
+            )
+
+
+def _as_logits(logits: Any, activation: str) -> jax.Array | None:
+    if logits is None:
+        return None
+    if not isinstance(logits, Logits):
+        raise LossArgumentError(
+            "logits= must be a phalanx Logits (what Sequential(..., return_logits=True) "
+            f"returns) or None, got {type(logits).__name__}. For raw logits as "
+            "predictions use from_logits=True."
+        )
+    return logits.value if logits.activation == activation else None
+
+
+def squeeze_or_expand_to_same_rank(x1: jax.Array, x2: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Keras's rule: when ranks differ by one and the longer ends in 1, align the ranks."""
+    if x1.ndim == x2.ndim + 1 and x1.shape[-1] == 1:
+        return (x1, x2[..., None]) if x2.ndim == 1 else (x1[..., 0], x2)
+    if x2.ndim == x1.ndim + 1 and x2.shape[-1] == 1:
+        return (x1[..., None], x2) if x1.ndim == 1 else (x1, x2[..., 0])
+    return x1, x2
+
+
+def _float(x: Any) -> jax.Array:
+    x = jnp.asarray(x)
+    return x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(jnp.float32)
+
+
+# -- Keras's loss functions ----------------------------------------------------------------
+def sparse_categorical_crossentropy(
+    y_true: Any, y_pred: Any, from_logits: bool = False, *, logits: Logits | None = None
+) -> jax.Array:
+    """Cross-entropy between integer labels and class probabilities (or logits).
+
+    Args:
+      y_true: integer class indices, shape ``[...]`` or ``[..., 1]``.
+      y_pred: probabilities (or logits), shape ``[..., num_classes]``.
+      from_logits: whether ``y_pred`` holds logits.
+      logits: the network's softmax logits, used instead of clipped probabilities.
+
+    Returns:
+      The loss per example, shape ``[...]``.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> loss = sparse_categorical_crossentropy(
+      ...     jnp.array([1, 2]), jnp.array([[0.05, 0.95, 0], [0.1, 0.8, 0.1]]))
+      >>> [round(float(v), 4) for v in loss]
+      [0.0513, 2.3026]
+    """
+    y_pred = _float(y_pred)
+    labels = jnp.asarray(y_true)
+    if labels.ndim == y_pred.ndim and labels.shape[-1] == 1:
+        labels = labels[..., 0]
+    labels = labels.astype(jnp.int32)
+    z = y_pred if from_logits else _as_logits(logits, "softmax")
+    if z is not None:
+        return optax.softmax_cross_entropy_with_integer_labels(z, labels)
+    probs = jnp.clip(y_pred / jnp.sum(y_pred, axis=-1, keepdims=True), EPSILON, 1.0 - EPSILON)
+    return -jnp.take_along_axis(jnp.log(probs), labels[..., None], axis=-1)[..., 0]
+
+
+def categorical_crossentropy(
+    y_true: Any,
+    y_pred: Any,
+    from_logits: bool = False,
+    label_smoothing: float = 0.0,
+    *,
+    logits: Logits | None = None,
+) -> jax.Array:
+    """Cross-entropy between one-hot (or soft) labels and class probabilities (or logits).
+
+    Args:
+      y_true: one-hot or probability labels, shape ``[..., num_classes]``.
+      y_pred: probabilities (or logits), the same shape.
+      from_logits: whether ``y_pred`` holds logits.
+      label_smoothing: mix the labels with the uniform distribution by this much.
+      logits: the network's softmax logits, used instead of clipped probabilities.
+
+    Returns:
+      The loss per example, shape ``[...]``.
+    """
+    y_pred = _float(y_pred)
+    y_true = _float(y_true).astype(y_pred.dtype)
+    if label_smoothing:
+        y_true = y_true * (1.0 - label_smoothing) + label_smoothing / y_pred.shape[-1]
+    z = y_pred if from_logits else _as_logits(logits, "softmax")
+    if z is not None:
+        return optax.softmax_cross_entropy(z, y_true)
+    probs = jnp.clip(y_pred / jnp.sum(y_pred, axis=-1, keepdims=True), EPSILON, 1.0 - EPSILON)
+    return -jnp.sum(y_true * jnp.log(probs), axis=-1)
+
+
+def binary_crossentropy(
+    y_true: Any,
+    y_pred: Any,
+    from_logits: bool = False,
+    label_smoothing: float = 0.0,
+    *,
+    logits: Logits | None = None,
+) -> jax.Array:
+    """Binary cross-entropy averaged over the last axis, as Keras.
+
+    Args:
+      y_true: labels in {0, 1} (or soft), shape ``[..., d]``.
+      y_pred: probabilities (or logits), the same shape.
+      from_logits: whether ``y_pred`` holds logits.
+      label_smoothing: squeeze the labels towards 0.5 by this much.
+      logits: the network's sigmoid logits, used instead of clipped probabilities.
+
+    Returns:
+      The loss per example, shape ``[...]``.
+    """
+    y_pred = _float(y_pred)
+    y_true = _float(y_true).astype(y_pred.dtype)
+    z = y_pred if from_logits else _as_logits(logits, "sigmoid")
+    y_true, y_pred = squeeze_or_expand_to_same_rank(y_true, y_pred)
+    y_true = jnp.broadcast_to(y_true, jnp.broadcast_shapes(y_true.shape, y_pred.shape))
+    if z is not None:
+        z = z if z.ndim == y_pred.ndim else z.reshape(y_pred.shape)
+    if label_smoothing:
+        y_true = y_true * (1.0 - label_smoothing) + 0.5 * label_smoothing
+    if z is not None:
+        return jnp.mean(optax.sigmoid_binary_cross_entropy(z, y_true), axis=-1)
+    p = jnp.clip(y_pred, EPSILON, 1.0 - EPSILON)
+    return -jnp.mean(y_true * jnp.log(p) + (1.0 - y_true) * jnp.log1p(-p), axis=-1)
+
+
+def _aligned(y_true: Any, y_pred: Any) -> tuple[jax.Array, jax.Array]:
+    y_pred = _float(y_pred)
+    y_true = _float(y_true).astype(y_pred.dtype)
+    y_true, y_pred = squeeze_or_expand_to_same_rank(y_true, y_pred)
+    return tuple(jnp.broadcast_arrays(y_true, y_pred))
+
+
+def mean_squared_error(y_true: Any, y_pred: Any) -> jax.Array:
+    """Mean of squared errors over the last axis.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> mean_squared_error(jnp.array([[0., 1.], [0., 0.]]),
+      ...                    jnp.array([[1., 1.], [1., 0.]])).tolist()
+      [0.5, 0.5]
+    """
+    y_true, y_pred = _aligned(y_true, y_pred)
+    return jnp.mean(optax.squared_error(y_pred, y_true), axis=-1)
+
+
+def mean_absolute_error(y_true: Any, y_pred: Any) -> jax.Array:
+    """Mean of absolute errors over the last axis."""
+    y_true, y_pred = _aligned(y_true, y_pred)
+    return jnp.mean(jnp.abs(y_pred - y_true), axis=-1)
+
+
+def huber(y_true: Any, y_pred: Any, delta: float = 1.0) -> jax.Array:
+    """Huber loss over the last axis: quadratic within ``delta``, linear beyond, as Keras.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> round(float(huber(jnp.array([[0., 1.], [0., 0.]]),
+      ...                   jnp.array([[0.6, 0.4], [0.4, 0.6]])).mean()), 3)
+      0.155
+    """
+    y_true, y_pred = _aligned(y_true, y_pred)
+    return jnp.mean(optax.huber_loss(y_pred, y_true, delta=delta), axis=-1)
+
+
+# -- classes ---------------------------------------------------------------------------------
+class Loss:
+    """Base class of phalanx losses: a Keras loss (per-example values, reduced when called).
+
+    Subclasses implement ``call(y_true, y_pred, logits)`` (Keras's function).
+
+    Args:
+      name: the loss's name (logged as ``loss`` by ``fit``).
+      reduction: what calling the loss returns, as Keras 3:
+        ``"sum_over_batch_size"`` (default; also ``"mean"``, and tf.keras's
+        ``"auto"``): the batch's mean, a scalar; ``"sum"``: the sum;
+        ``"none"`` (or None): one value per example, ``[batch]``, for
+        ``phalanx.compute_average_loss`` in a custom loop
+        (``Reduction.NONE``). ``fit`` and ``evaluate`` always use
+        :meth:`per_example` (and average over the global batch).
+    """
+
+    #: Which accuracy ``"accuracy"`` means with this loss (Keras's rule), or None.
+    accuracy_kind: str | None = None
+
+    def __init__(self, *, name: str | None = None, reduction: str | None = "sum_over_batch_size"):
+        reduction = "none" if reduction is None else reduction
+        Reduction.validate(reduction)
+        self.name = name
+        self.reduction = reduction
+
+    def call(self, y_true: jax.Array, y_pred: jax.Array, logits: Logits | None) -> jax.Array:
+        """Returns Keras's unreduced loss (the class/feature axis reduced)."""
+        raise NotImplementedError
+
+    def check_shapes(self, y_true_shape: tuple, y_pred_shape: tuple) -> str | None:
+        """Returns what is wrong with per-example target/output shapes, or None when they fit."""
+        t, p = _align_shapes(tuple(y_true_shape), tuple(y_pred_shape))
+        if not _broadcastable(t, p):
+            return f"{self.name} compares targets and outputs element by element."
+        return None
+
+    def per_example(
+        self,
+        y_true: Any,
+        y_pred: Any,
+        sample_weight: Any = None,
+        *,
+        logits: Logits | None = None,
+    ) -> jax.Array:
+        """Returns the weighted loss of each example, shape ``[batch]``.
+
+        Examples whose weight is 0 contribute exactly 0, even when their
+        predictions are not finite (padding).
+
+        Args:
+          y_true: the targets, leading batch axis.
+          y_pred: the network's outputs, leading batch axis.
+          sample_weight: None, or weights of shape ``[batch]`` (or the shape of
+            the unreduced loss).
+          logits: the network's ``Logits`` (or None).
+
+        Returns:
+          A float array ``[batch]``.
+        """
+        y_true, y_pred = jnp.asarray(y_true), jnp.asarray(y_pred)
+        problem = self.check_shapes(y_true.shape[1:], y_pred.shape[1:])
+        if problem is not None:
+            raise LossArgumentError(
+                f"{problem} Received targets of shape {y_true.shape[1:]} and predictions of "
+                f"shape {y_pred.shape[1:]} per example (in a batch: {y_true.shape} and "
+                f"{y_pred.shape}). Give y the model's output shape (for class indices, use a "
+                "sparse_ loss)."
+            )
+        values = jnp.asarray(self.call(y_true, y_pred, logits))
+        batch = y_pred.shape[0] if y_pred.ndim else 1
+        if values.ndim == 0:
+            values = jnp.broadcast_to(values, (batch,))
+        if sample_weight is not None:
+            weight = jnp.asarray(sample_weight, values.dtype)
+            weight, values = squeeze_or_expand_to_same_rank(weight, values)
+            if weight.ndim < values.ndim:
+                weight = weight.reshape(weight.shape + (1,) * (values.ndim - weight.ndim))
+            values = jnp.where(weight != 0, values * weight, 0.0)
+        if values.ndim > 1:
+            values = jnp.mean(values, axis=tuple(range(1, values.ndim)))
+        return values
+
+    def __call__(
+        self,
+        y_true: Any,
+        y_pred: Any,
+        sample_weight: Any = None,
+        *,
+        logits: Logits | None = None,
+    ) -> jax.Array:
+        """Returns the loss, reduced as ``reduction`` says (the batch's mean by default)."""
+        values = self.per_example(y_true, y_pred, sample_weight, logits=logits)
+        if self.reduction == "sum":
+            return jnp.sum(values)
+        if self.reduction in ("sum_over_batch_size", "mean", "auto"):
+            return jnp.mean(values)
+        return values
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+def _align_shapes(t: tuple, p: tuple) -> tuple[tuple, tuple]:
+    if len(t) == len(p) + 1 and t and t[-1] == 1:
+        return t[:-1], p
+    if len(p) == len(t) + 1 and p and p[-1] == 1:
+        return t, p[:-1]
+    return t, p
+
+
+def _broadcastable(t: tuple, p: tuple) -> bool:
+    n = max(len(t), len(p))
+    t, p = (1,) * (n - len(t)) + t, (1,) * (n - len(p)) + p
+    return all(a is None or b is None or a == b or 1 in (a, b) for a, b in zip(t, p, strict=True))
+
+
+def _compatible(t: tuple, p: tuple) -> bool:
+    return len(t) == len(p) and all(
+        a is None or b is None or a == b for a, b in zip(t, p, strict=True)
+    )
+
+
+class SparseCategoricalCrossentropy(Loss):
+    """Cross-entropy for integer labels, ``[batch]`` or ``[batch, 1]``, against class scores.
+
+    Args:
+      from_logits: whether predictions are logits (no softmax applied).
+      name: default ``"sparse_categorical_crossentropy"``.
+      reduction: see :class:`Loss`.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> loss = SparseCategoricalCrossentropy(reduction="sum_over_batch_size")
+      >>> round(float(loss(jnp.array([1, 2]), jnp.array([[0.05, 0.95, 0], [0.1, 0.8, 0.1]]))), 3)
+      1.177
+    """
+
+    accuracy_kind = "sparse_categorical"
+
+    def __init__(self, from_logits: bool = False, *, name=None, reduction="sum_over_batch_size"):
+        super().__init__(name=name or "sparse_categorical_crossentropy", reduction=reduction)
+        self.from_logits = from_logits
+
+    def call(self, y_true, y_pred, logits):
+        return sparse_categorical_crossentropy(y_true, y_pred, self.from_logits, logits=logits)
+
+    def out_of_range(self, y_true, y_pred):
+        """Labels ``[batch, k]`` and whether each is not a class index in ``[0, classes)`` (traced).
+
+        The step reduces these into a flag checked when the logs are fetched,
+        since a label ``-1`` would read the last class and one ``>= classes`` NaN.
+        Float labels must be whole numbers (``1.0`` is class 1, as in Keras);
+        ``0.5`` or NaN would be truncated to a class silently.
+        """
+        labels = jnp.reshape(y_true, (y_true.shape[0], -1))
+        bad = (labels < 0) | (labels >= y_pred.shape[-1])
+        if jnp.issubdtype(labels.dtype, jnp.floating):
+            bad = bad | (labels != jnp.floor(labels))  # NaN too: NaN != NaN
+        return labels, bad
+
+    def check_shapes(self, y_true_shape, y_pred_shape):
+        t, p = tuple(y_true_shape), tuple(y_pred_shape)
+        if not p:
+            return "sparse_categorical_crossentropy needs outputs with a class axis."
+        if _compatible(t, p[:-1]) or _compatible(t, (*p[:-1], 1)):
+            return None
+        return (
+            f"{self.name} expects integer class indices of shape "
+            f"{(None, *p[:-1])} or {(None, *p[:-1], 1)}."
+            + (" Targets look one-hot: use categorical_crossentropy." if t == p else "")
+        )
+
+
+class CategoricalCrossentropy(Loss):
+    """Cross-entropy for one-hot (or soft) labels of the output's shape.
+
+    Args:
+      from_logits: whether predictions are logits.
+      label_smoothing: mix the labels with the uniform distribution by this much.
+      name: default ``"categorical_crossentropy"``.
+      reduction: see :class:`Loss`.
+    """
+
+    accuracy_kind = "categorical"
+
+    def __init__(
+        self, from_logits=False, label_smoothing=0.0, *, name=None, reduction="sum_over_batch_size"
+    ):
+        super().__init__(name=name or "categorical_crossentropy", reduction=reduction)
+        self.from_logits = from_logits
+        self.label_smoothing = float(label_smoothing)
+
+    def call(self, y_true, y_pred, logits):
+        return categorical_crossentropy(
+            y_true, y_pred, self.from_logits, self.label_smoothing, logits=logits
+        )
+
+    def check_shapes(self, y_true_shape, y_pred_shape):
+        if _compatible(tuple(y_true_shape), tuple(y_pred_shape)):
+            return None
+        hint = ""
+        if _compatible(tuple(y_true_shape), tuple(y_pred_shape)[:-1]) or tuple(y_true_shape) == (
+            1,
+        ):
+            hint = " Targets look like class indices: use sparse_categorical_crossentropy."
+        return f"{self.name} expects one-hot targets of the output's shape.{hint}"
+
+
+class BinaryCrossentropy(Loss):
+    """Binary cross-entropy averaged over the last axis.
+
+    Args:
+      from_logits: whether predictions are logits.
+      label_smoothing: squeeze labels towards 0.5 by this much.
+      name: default ``"binary_crossentropy"``.
+      reduction: see :class:`Loss`.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> loss = BinaryCrossentropy(from_logits=True, reduction="mean")
+      >>> round(float(loss(jnp.array([0., 1., 0., 0.]), jnp.array([-18.6, 0.51, 2.94, -12.8]))), 3)
+      0.865
+    """
+
+    accuracy_kind = "binary"
+
+    def __init__(
+        self, from_logits=False, label_smoothing=0.0, *, name=None, reduction="sum_over_batch_size"
+    ):
+        super().__init__(name=name or "binary_crossentropy", reduction=reduction)
+        self.from_logits = from_logits
+        self.label_smoothing = float(label_smoothing)
+
+    def call(self, y_true, y_pred, logits):
+        return binary_crossentropy(
+            y_true, y_pred, self.from_logits, self.label_smoothing, logits=logits
+        )
+
+
+class MeanSquaredError(Loss):
+    """Mean of squared errors over the last axis (``"mse"``).
+
+    Args:
+      name: default ``"mean_squared_error"``.
+      reduction: see :class:`Loss`.
+    """
+
+    def __init__(self, *, name=None, reduction="sum_over_batch_size"):
+        super().__init__(name=name or "mean_squared_error", reduction=reduction)
+
+    def call(self, y_true, y_pred, logits):
+        return mean_squared_error(y_true, y_pred)
+
+
+class MeanAbsoluteError(Loss):
+    """Mean of absolute errors over the last axis (``"mae"``).
+
+    Args:
+      name: default ``"mean_absolute_error"``.
+      reduction: see :class:`Loss`.
+    """
+
+    def __init__(self, *, name=None, reduction="sum_over_batch_size"):
+        super().__init__(name=name or "mean_absolute_error", reduction=reduction)
+
+    def call(self, y_true, y_pred, logits):
+        return mean_absolute_error(y_true, y_pred)
+
+
+class Huber(Loss):
+    """Huber loss over the last axis (``optax.huber_loss``).
+
+    Args:
+      delta: where the loss turns from quadratic to linear; default 1.0.
+      name: default ``"huber_loss"``.
+      reduction: see :class:`Loss`.
+    """
+
+    def __init__(self, delta: float = 1.0, *, name=None, reduction="sum_over_batch_size"):
+        super().__init__(name=name or "huber_loss", reduction=reduction)
+        self.delta = float(delta)
+
+    def call(self, y_true, y_pred, logits):
+        return huber(y_true, y_pred, self.delta)
+
+
+class LossFunctionWrapper(Loss):
+    """Wraps any ``fn(y_true, y_pred) -> per-example or scalar`` as a :class:`Loss`.
+
+    A scalar result is taken as the batch's mean loss and given to every
+    example (so the step's ``sum / global_batch_size`` reproduces it);
+    ``sample_weight`` then weights those equal shares.
+
+    Args:
+      fn: the function.
+      name: default ``fn.__name__``.
+      reduction: see :class:`Loss`.
+      **kwargs: passed to ``fn`` on every call.
+    """
+
+    def __init__(self, fn: Callable, *, name=None, reduction="sum_over_batch_size", **kwargs):
+        super().__init__(name=name or getattr(fn, "__name__", "loss"), reduction=reduction)
+        self.fn = fn
+        self.kwargs = kwargs
+
+    def call(self, y_true, y_pred, logits):
+        return self.fn(y_true, y_pred, **self.kwargs)
+
+    def check_shapes(self, y_true_shape, y_pred_shape):
+        return None
+
+
+_CLASSES: dict[str, type[Loss]] = {
+    "sparse_categorical_crossentropy": SparseCategoricalCrossentropy,
+    "categorical_crossentropy": CategoricalCrossentropy,
+    "binary_crossentropy": BinaryCrossentropy,
+    "mean_squared_error": MeanSquaredError,
+    "mse": MeanSquaredError,
+    "mean_absolute_error": MeanAbsoluteError,
+    "mae": MeanAbsoluteError,
+    "huber": Huber,
+    "huber_loss": Huber,
+}
+_FUNCTIONS = {
+    sparse_categorical_crossentropy: SparseCategoricalCrossentropy,
+    categorical_crossentropy: CategoricalCrossentropy,
+    binary_crossentropy: BinaryCrossentropy,
+    mean_squared_error: MeanSquaredError,
+    mean_absolute_error: MeanAbsoluteError,
+    huber: Huber,
+}
+
+
+def get(identifier: Any) -> Loss | None:
+    """Returns a :class:`Loss` for a Keras name, a class, an instance or a callable.
+
+    Args:
+      identifier: ``"sparse_categorical_crossentropy"``, ``"mse"``, ... (names
+        and class names, case-insensitive for class names), a ``Loss`` class or
+        instance, a phalanx loss function, any ``fn(y_true, y_pred)``, or None.
+
+    Returns:
+      A ``Loss`` (None for None). A string keeps its spelling as ``name``
+      (``"mse"`` logs as ``mse``), as Keras. A function's name (``"mse"``), a
+      function or a callable gives ``reduction="none"`` (Keras returns the
+      function, which gives one loss per example); a class or its name, the
+      class's default (the batch's mean).
+
+    Raises:
+      UnknownNameError: an unknown name (the message lists the known ones and the closest).
+      CompileArgumentError: something that is not a loss.
+
+    Example:
+      >>> get("sparse_categorical_crossentropy")
+      SparseCategoricalCrossentropy(name='sparse_categorical_crossentropy')
+    """
+    if identifier is None or isinstance(identifier, Loss):
+        return identifier
+    if isinstance(identifier, type) and issubclass(identifier, Loss):
+        return identifier()
+    if isinstance(identifier, str):
+        by_class = {cls.__name__.lower(): cls for cls in _CLASSES.values()}
+        cls = _CLASSES.get(identifier) or by_class.get(identifier.lower())
+        if cls is None:
+            raise UnknownNameError.of(
+                "loss",
+                identifier,
+                [*_CLASSES, *(cls.__name__ for cls in _FUNCTIONS.values())],
+                hint="Or give a phalanx.losses object, or any function (y_true, y_pred) -> "
+                "per-example losses.",
+            )
+        if identifier in _CLASSES:  # a function's name: Keras returns the function (per example)
+            return cls(name=identifier, reduction="none")
+        return cls()
+    if identifier in _FUNCTIONS:
+        return _FUNCTIONS[identifier](name=identifier.__name__, reduction="none")
+    if callable(identifier):
+        return LossFunctionWrapper(identifier, reduction="none")
+    raise CompileArgumentError(
+        f"Cannot use {type(identifier).__name__} {identifier!r} as a loss: give a name "
+        "('mse'), a phalanx.losses object, or a function (y_true, y_pred) -> per-example losses."
+    )

@@ -1,0 +1,66 @@
+"""Keras metrics as pure, additive accumulator states (see :mod:`phalanx.metrics._metric`).
+
+``metric.init()``, ``metric.update(state, y_true, y_pred, sample_weight)``,
+``metric.result(state)`` and ``metric.name``; states add over replicas and
+steps, so accumulating them inside a compiled, distributed step gives one
+device's value, AUC and precision included.
+"""
+
+from ..losses._losses import mean_absolute_error as mean_absolute_error
+from ..losses._losses import mean_squared_error as mean_squared_error
+from ._accuracy import Accuracy as Accuracy
+from ._accuracy import BinaryAccuracy as BinaryAccuracy
+from ._accuracy import CategoricalAccuracy as CategoricalAccuracy
+from ._accuracy import MeanAbsoluteError as MeanAbsoluteError
+from ._accuracy import MeanSquaredError as MeanSquaredError
+from ._accuracy import SparseCategoricalAccuracy as SparseCategoricalAccuracy
+from ._accuracy import SparseTopKCategoricalAccuracy as SparseTopKCategoricalAccuracy
+from ._accuracy import TopKCategoricalAccuracy as TopKCategoricalAccuracy
+from ._accuracy import accuracy as accuracy
+from ._accuracy import binary_accuracy as binary_accuracy
+from ._accuracy import categorical_accuracy as categorical_accuracy
+from ._accuracy import sparse_categorical_accuracy as sparse_categorical_accuracy
+from ._accuracy import (
+    sparse_top_k_categorical_accuracy as sparse_top_k_categorical_accuracy,
+)
+from ._accuracy import top_k_categorical_accuracy as top_k_categorical_accuracy
+from ._confusion import AUC as AUC
+from ._confusion import Precision as Precision
+from ._confusion import Recall as Recall
+from ._metric import Mean as Mean
+from ._metric import MeanMetricWrapper as MeanMetricWrapper
+from ._metric import Metric as Metric
+from ._metric import merge_states as merge_states
+from ._registry import get as get
+
+mse = mean_squared_error
+mae = mean_absolute_error
+
+__all__ = [
+    "AUC",
+    "Accuracy",
+    "BinaryAccuracy",
+    "CategoricalAccuracy",
+    "Mean",
+    "MeanAbsoluteError",
+    "MeanMetricWrapper",
+    "MeanSquaredError",
+    "Metric",
+    "Precision",
+    "Recall",
+    "SparseCategoricalAccuracy",
+    "SparseTopKCategoricalAccuracy",
+    "TopKCategoricalAccuracy",
+    "accuracy",
+    "binary_accuracy",
+    "categorical_accuracy",
+    "get",
+    "mae",
+    "mean_absolute_error",
+    "mean_squared_error",
+    "merge_states",
+    "mse",
+    "sparse_categorical_accuracy",
+    "sparse_top_k_categorical_accuracy",
+    "top_k_categorical_accuracy",
+]

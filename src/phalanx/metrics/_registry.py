@@ -1,0 +1,96 @@
+"""``metrics.get``: metric objects from Keras names, classes, instances or functions."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from ..errors import CompileArgumentError, UnknownNameError
+from ..losses._losses import mean_absolute_error, mean_squared_error
+from . import _accuracy as acc
+from ._confusion import AUC, Precision, Recall
+from ._metric import Mean, MeanMetricWrapper, Metric
+
+_FUNCTIONS = {
+    "sparse_categorical_accuracy": acc.sparse_categorical_accuracy,
+    "categorical_accuracy": acc.categorical_accuracy,
+    "binary_accuracy": acc.binary_accuracy,
+    "top_k_categorical_accuracy": acc.top_k_categorical_accuracy,
+    "sparse_top_k_categorical_accuracy": acc.sparse_top_k_categorical_accuracy,
+    "mean_squared_error": mean_squared_error,
+    "mse": mean_squared_error,
+    "mean_absolute_error": mean_absolute_error,
+    "mae": mean_absolute_error,
+}
+_CLASSES: dict[str, type[Metric]] = {
+    cls.__name__.lower(): cls
+    for cls in (
+        AUC,
+        Precision,
+        Recall,
+        Mean,
+        acc.Accuracy,
+        acc.BinaryAccuracy,
+        acc.CategoricalAccuracy,
+        acc.SparseCategoricalAccuracy,
+        acc.TopKCategoricalAccuracy,
+        acc.SparseTopKCategoricalAccuracy,
+        acc.MeanSquaredError,
+        acc.MeanAbsoluteError,
+    )
+}
+
+
+def get(identifier: Any, *, loss: Any = None) -> Metric:
+    """Returns a metric object (see :mod:`phalanx.metrics._metric` for its protocol).
+
+    Args:
+      identifier: ``"accuracy"``/``"acc"`` (resolved from ``loss``, else from
+        the shapes, as Keras), a function name (``"sparse_categorical_accuracy"``,
+        ``"top_k_categorical_accuracy"``, ``"mse"``, ``"mae"``, ...), a class
+        name (``"AUC"``, ``"Precision"``, ``"Recall"``, case-insensitive), a
+        ``Metric`` class or instance, or any ``fn(y_true, y_pred)`` returning
+        per-example values.
+      loss: the compiled loss, for ``"accuracy"``.
+
+    Returns:
+      A ``Metric``. A function given by name logs under that name (``"mse"``);
+      a class logs under its default name (``"AUC"`` -> ``auc``), as Keras.
+
+    Raises:
+      UnknownNameError: an unknown name (the message lists the known ones and the closest).
+      CompileArgumentError: something that is not a metric.
+
+    Example:
+      >>> get("accuracy", loss="sparse_categorical_crossentropy").name
+      'accuracy'
+      >>> get("AUC").name
+      'auc'
+    """
+    if isinstance(identifier, Metric):
+        return identifier
+    if inspect.isclass(identifier) and issubclass(identifier, Metric):
+        return identifier()
+    if isinstance(identifier, str):
+        if identifier.lower() in ("accuracy", "acc"):
+            from ..losses._losses import get as get_loss
+
+            resolved = get_loss(loss) if isinstance(loss, str) else loss
+            return acc.resolve_accuracy(identifier, resolved)
+        if identifier in _FUNCTIONS:
+            return MeanMetricWrapper(_FUNCTIONS[identifier], name=identifier)
+        if identifier.lower() in _CLASSES:
+            return _CLASSES[identifier.lower()]()
+        raise UnknownNameError.of(
+            "metric",
+            identifier,
+            ["accuracy", *_FUNCTIONS, *(cls.__name__ for cls in _CLASSES.values())],
+            hint="Or give a phalanx.metrics object, or a function (y_true, y_pred) -> "
+            "per-example values.",
+        )
+    if callable(identifier):
+        return MeanMetricWrapper(identifier)
+    raise CompileArgumentError(
+        f"Cannot use {type(identifier).__name__} {identifier!r} as a metric: give a name "
+        "('accuracy'), a phalanx.metrics object, or a function (y_true, y_pred) -> values."
+    )

@@ -1,0 +1,435 @@
+"""Functional models: ``Model(inputs, outputs)`` over a graph of layer calls, one ``nnx.Module``.
+
+``Functional(inputs, outputs)`` walks the calls recorded on symbolic tensors
+(:mod:`phalanx.layers._symbolic`) back from ``outputs``, orders them
+topologically, names the layers as Keras does (``dense``, ``dense_1``, ...),
+and builds every weight at once from one seed. The layers live in an
+``nnx.List`` (so ``nnx.split``/``merge`` see their weights, and a layer used
+twice, a shared layer, has one set of weights); the graph itself (which layer
+reads which tensors) is static Python data, the same for every merged copy.
+
+``inputs`` and ``outputs`` may be one tensor, a list or a dict, as in Keras;
+the model then takes and returns the same structure. A list of inputs also
+accepts a dict keyed by the ``Input`` names. The calling protocol is
+:mod:`phalanx.models._network`'s (``training``, ``rngs``, ``return_logits``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from .._random import model_seed
+from ..errors import LayerShapeError, ModelStructureError, NotBuiltError
+from ..layers import _activations
+from ..layers._core import InputLayer
+from ..layers._layer import Layer, format_shape, shapes_match, snake_case
+from ..layers._symbolic import KerasTensor, Node, is_symbolic
+from ..losses._logits import Logits
+
+
+class _Ref:
+    """A tensor's slot in the graph (what a node reads)."""
+
+    __slots__ = ("id",)
+
+    def __init__(self, tensor_id: int):
+        self.id = tensor_id
+
+
+class _Graph:
+    """The static graph: input and output slots, and the calls in order."""
+
+    def __init__(self, inputs, outputs, input_names, input_layers, steps):
+        self.inputs = inputs  # a _Ref, or a list/dict of them
+        self.outputs = outputs
+        self.input_names = input_names  # flat, in the order of jax.tree.leaves(inputs)
+        self.input_layers = input_layers  # slot id -> index of its InputLayer in layers
+        self.steps = steps  # [(layer index, args, kwargs, training, output ids)]
+
+
+def _structure(value: Any, what: str) -> Any:
+    """Checks that ``value`` is a KerasTensor or a list/tuple/dict of them."""
+    if is_symbolic(value):
+        return value
+    if isinstance(value, list | tuple) and value and all(is_symbolic(v) for v in value):
+        return list(value)
+    if isinstance(value, dict) and value and all(is_symbolic(v) for v in value.values()):
+        return dict(value)
+    raise ModelStructureError(
+        f"Model({what}=...) takes the symbolic tensors of phalanx.Input(...) and of layers "
+        f"called on them: one, a list or a dict; got {_describe(value)}."
+    )
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, list | tuple | dict):
+        inner = value.values() if isinstance(value, dict) else value
+        return f"a {type(value).__name__} of {[type(v).__name__ for v in inner]}"
+    return type(value).__name__
+
+
+def _leaves(tree: Any) -> list[KerasTensor]:
+    return jax.tree.leaves(tree, is_leaf=is_symbolic)
+
+
+def _topological(outputs: list[KerasTensor]) -> list[Node]:
+    """The nodes that lead to ``outputs``, each after the nodes it reads from."""
+    order: list[Node] = []
+    done: set[int] = set()
+    active: set[int] = set()
+
+    def visit(node: Node) -> None:
+        if id(node) in done:
+            return
+        if id(node) in active:  # impossible with symbolic calls, but never loop
+            raise ModelStructureError("The layer graph has a cycle.")
+        active.add(id(node))
+        for tensor in node.inputs:
+            visit(tensor.node)
+        active.discard(id(node))
+        done.add(id(node))
+        order.append(node)
+
+    for tensor in outputs:
+        visit(tensor.node)
+    return order
+
+
+class Functional(nnx.Module):
+    """A model defined by a graph of layer calls, as Keras's functional API.
+
+    Args:
+      inputs: the ``phalanx.Input(...)`` tensors: one, a list or a dict.
+      outputs: tensors computed from them by layer calls: one, a list or a dict.
+      name: the model's name; default ``"functional"``.
+      seed: the seed that initializes every weight; default 0, or drawn from
+        ``phalanx.utils.set_random_seed``'s stream once it was called.
+
+    Raises:
+      ModelStructureError: ``inputs``/``outputs`` are not symbolic tensors, an
+        input is not an ``Input``, or an output needs an input not given.
+
+    Example:
+      >>> import phalanx
+      >>> from phalanx import layers
+      >>> x = phalanx.Input(shape=(4,), name="features")
+      >>> y = layers.Dense(2)(layers.Dense(8, activation="relu")(x))
+      >>> net = Functional(x, y)
+      >>> [layer.name for layer in net.layers], net.count_params()
+      (['features', 'dense', 'dense_1'], 58)
+    """
+
+    def __init__(
+        self, inputs: Any, outputs: Any, *, name: str | None = None, seed: int | None = None
+    ):
+        inputs = _structure(inputs, "inputs")
+        outputs = _structure(outputs, "outputs")
+        self.name = name or "functional"
+        in_leaves, out_leaves = _leaves(inputs), _leaves(outputs)
+        for tensor in in_leaves:
+            if not isinstance(tensor.node.layer, InputLayer):
+                raise ModelStructureError(
+                    f"Model inputs must come from phalanx.Input(...); {tensor!r} is the output "
+                    f"of layer '{tensor.node.layer.name or type(tensor.node.layer).__name__}'."
+                )
+        nodes = _topological(out_leaves)
+        given = {id(t.node) for t in in_leaves}
+        for node in nodes:
+            if isinstance(node.layer, InputLayer) and id(node) not in given:
+                raise ModelStructureError(
+                    f"Graph disconnected: the outputs need the input {node.outputs[0]!r}, "
+                    f"which is not among the model's inputs {in_leaves}. Pass it in inputs=."
+                )
+        layers = self._ordered_layers(in_leaves, nodes)
+        self._name_layers(layers, in_leaves)
+        self.layers = nnx.List(layers)
+        self._graph = self._make_graph(inputs, outputs, in_leaves, nodes, layers)
+        self.input_shape = jax.tree.map(lambda t: t.per_example_shape, inputs, is_leaf=is_symbolic)
+        self.output_shape = jax.tree.map(
+            lambda t: t.per_example_shape, outputs, is_leaf=is_symbolic
+        )
+        self._connections = self._describe_connections(nodes)
+        self._output_layer_names = tuple(t.node.layer.name for t in out_leaves)
+        from ..saving._keras_model import keras_graph
+
+        self._graph.keras = keras_graph(nodes, inputs, outputs)  # for save("m.keras")
+        self._build_layers(nodes, nnx.Rngs(model_seed() if seed is None else seed))
+        self.built = True
+        self.trainable = True
+
+    # -- construction ----------------------------------------------------------------
+    @staticmethod
+    def _ordered_layers(in_leaves, nodes) -> list[Layer]:
+        layers, seen = [], set()
+        for layer in [t.node.layer for t in in_leaves] + [n.layer for n in nodes]:
+            if id(layer) not in seen:
+                seen.add(id(layer))
+                layers.append(layer)
+        return layers
+
+    @staticmethod
+    def _name_layers(layers: list[Layer], in_leaves: list[KerasTensor]) -> None:
+        input_names = {id(t.node.layer): t.name for t in in_leaves}
+        taken: set[str] = set()
+        for layer in layers:
+            if layer.name is None and id(layer) in input_names and input_names[id(layer)]:
+                layer.name = input_names[id(layer)]
+            if layer.name is not None:
+                if layer.name in taken:
+                    raise ModelStructureError(
+                        f"Two layers of the model are named {layer.name!r}; layer names must "
+                        "be unique."
+                    )
+                taken.add(layer.name)
+        for layer in layers:
+            if layer.name is None:
+                base = "input_layer" if isinstance(layer, InputLayer) else None
+                base = base or snake_case(type(layer).__name__)
+                name, i = base, 0
+                while name in taken:
+                    i += 1
+                    name = f"{base}_{i}"
+                layer.name = name
+                taken.add(name)
+
+    @staticmethod
+    def _make_graph(inputs, outputs, in_leaves, nodes, layers) -> _Graph:
+        ids: dict[int, int] = {}
+
+        def slot(tensor: KerasTensor) -> _Ref:
+            return _Ref(ids.setdefault(id(tensor), len(ids)))
+
+        def template(tree):
+            return jax.tree.map(
+                lambda v: slot(v) if is_symbolic(v) else v, tree, is_leaf=is_symbolic
+            )
+
+        index = {id(layer): i for i, layer in enumerate(layers)}
+        in_refs = template(inputs)
+        steps = []
+        for node in nodes:
+            if isinstance(node.layer, InputLayer):
+                continue
+            steps.append(
+                (
+                    index[id(node.layer)],
+                    template(node.args),
+                    template(node.kwargs),
+                    node.training,
+                    [slot(t).id for t in node.outputs],
+                    node.multi,
+                )
+            )
+        names = [t.node.layer.name for t in in_leaves]
+        input_layers = {slot(t).id: index[id(t.node.layer)] for t in in_leaves}
+        return _Graph(in_refs, template(outputs), names, input_layers, steps)
+
+    def _build_layers(self, nodes: list[Node], rngs: nnx.Rngs) -> None:
+        for node in nodes:
+            layer = node.layer
+            if isinstance(layer, InputLayer):
+                layer.build(layer.declared_input_shape)
+            elif not layer.built:
+                layer.build(layer._build_shapes(*node.args, **node.kwargs), rngs)
+
+    def _describe_connections(self, nodes: list[Node]) -> dict[str, list]:
+        """Each layer's calls' inbound tensors, Keras's ``[[name, node, tensor, {}], ...]``."""
+        calls: dict[int, int] = {}
+        node_index: dict[int, int] = {}
+        for node in nodes:
+            node_index[id(node)] = calls.get(id(node.layer), 0)
+            calls[id(node.layer)] = node_index[id(node)] + 1
+        out: dict[str, list] = {}
+        for node in nodes:
+            if isinstance(node.layer, InputLayer):
+                continue
+            sources = [
+                [t.node.layer.name, node_index[id(t.node)], t.index, {}] for t in node.inputs
+            ]
+            out.setdefault(node.layer.name, []).append(sources)
+        return out
+
+    # -- calling ---------------------------------------------------------------------
+    @property
+    def needs_rng(self) -> bool:
+        """True when a training call draws random numbers (a Dropout with rate > 0)."""
+        return any(getattr(layer, "uses_rng", False) for layer in self.layers)
+
+    def _bind_inputs(self, x: Any) -> dict[int, Any]:
+        graph = self._graph
+        refs = graph.inputs
+        if isinstance(refs, _Ref):
+            if isinstance(x, dict) and len(x) == 1:
+                x = next(iter(x.values()))
+            elif isinstance(x, list | tuple) and len(x) == 1:
+                x = x[0]
+            pairs = [(refs, x, graph.input_names[0])]
+        elif isinstance(refs, list):
+            if isinstance(x, dict):
+                missing = [n for n in graph.input_names if n not in x]
+                if missing:
+                    raise ModelStructureError(
+                        f"Model '{self.name}' takes inputs {graph.input_names}; the dict given "
+                        f"has keys {sorted(x)} (missing {missing})."
+                    )
+                x = [x[n] for n in graph.input_names]
+            if not isinstance(x, list | tuple) or len(x) != len(refs):
+                raise ModelStructureError(
+                    f"Model '{self.name}' takes a list of {len(refs)} inputs "
+                    f"{graph.input_names}; got {_describe_value(x)}."
+                )
+            pairs = list(zip(refs, x, graph.input_names, strict=True))
+        else:
+            if not isinstance(x, dict) or set(x) != set(refs):
+                raise ModelStructureError(
+                    f"Model '{self.name}' takes a dict of inputs with keys {sorted(refs)}; "
+                    f"got {_describe_value(x)}."
+                )
+            pairs = [(refs[k], x[k], k) for k in refs]
+        values = {}
+        for ref, value, name in pairs:
+            layer = self.layers[graph.input_layers[ref.id]]
+            values[ref.id] = self._check_input(value, layer, name)
+        return values
+
+    def _check_input(self, value: Any, layer: Any, name: str) -> Any:
+        if not hasattr(value, "shape"):
+            value = jnp.asarray(value)
+        if isinstance(layer, InputLayer):
+            expected = layer.declared_input_shape
+            if not shapes_match(expected, tuple(value.shape[1:])):
+                raise LayerShapeError(
+                    f"Model '{self.name}' input '{name}' expects shape "
+                    f"{format_shape(expected)}, received "
+                    f"{format_shape(tuple(value.shape[1:]), value.shape[0] if value.ndim else None)}."
+                )
+            if layer.dtype is not None:
+                value = value.astype(layer.dtype)
+        return value
+
+    def __call__(
+        self, x: Any, *, training: bool = False, rngs: Any = None, return_logits: bool = False
+    ):
+        """Runs the graph on a batch (the structure of the model's inputs).
+
+        Args:
+          x: one array, a list or a dict of arrays, as the model's ``inputs``.
+          training: True in a training step.
+          rngs: a ``jax.random`` key (each random layer uses ``fold_in(key,
+            layer_index)``) or an ``nnx.Rngs``, for dropout in training.
+          return_logits: return ``(outputs, logits)``; ``logits`` is a ``Logits``
+            when the model has one output from a softmax/sigmoid layer, else None.
+
+        Returns:
+          The outputs, in the structure of the model's ``outputs``.
+
+        Raises:
+          ModelStructureError: ``x`` does not have the structure of the inputs.
+          LayerShapeError: an input has the wrong shape.
+        """
+        graph = self._graph
+        values = self._bind_inputs(x)
+        logits_slot = graph.outputs.id if isinstance(graph.outputs, _Ref) else None
+        logits = None
+        for layer_index, args, kwargs, node_training, out_ids, multi in graph.steps:
+            layer = self.layers[layer_index]
+            args = _fill(args, values)
+            kwargs = _fill(kwargs, values)
+            mode = training if node_training is None else node_training
+            key = None
+            if getattr(layer, "uses_rng", False) and rngs is not None:
+                key = rngs if isinstance(rngs, nnx.Rngs) else jax.random.fold_in(rngs, layer_index)
+            if (
+                return_logits
+                and out_ids == [logits_slot]
+                and layer.activation_name in _activations.LOGIT_ACTIVATIONS
+                and len(args) == 1
+                and not kwargs
+            ):
+                layer.check_input(args[0])
+                pre = layer.pre_activation(args[0], training=mode, rngs=key)
+                logits = Logits(pre, layer.activation_name)
+                out = layer.activation_fn(pre)
+            else:
+                out = layer(*args, training=mode, rngs=key, **kwargs)
+            if multi:
+                for slot, value in zip(out_ids, out, strict=True):
+                    values[slot] = value
+            else:
+                values[out_ids[0]] = out
+        result = _fill(graph.outputs, values)
+        return (result, logits) if return_logits else result
+
+    # -- inspection ------------------------------------------------------------------
+    @property
+    def output_names(self) -> list[str]:
+        """Keras's output names: a dict output's keys, else the layers making the outputs."""
+        outputs = self._graph.outputs
+        if isinstance(outputs, dict):
+            return list(outputs)
+        return list(self._output_layer_names)
+
+    def count_params(self) -> int:
+        """Returns the number of weights (trainable plus non-trainable), as Keras."""
+        return sum(layer.count_params() for layer in self.layers)
+
+    def connections(self, layer_name: str) -> str:
+        """The tensors feeding ``layer_name``, Keras's "Connected to": ``dense[0][0], ...``."""
+        names = [f"{n}[{i}][{j}]" for call in self.inbound_nodes(layer_name) for n, i, j, _ in call]
+        return ", ".join(dict.fromkeys(names))
+
+    def inbound_nodes(self, layer_name: str) -> list:
+        """Keras's ``inbound_nodes`` of a layer: per call, ``[[layer, node, tensor, {}], ...]``."""
+        return [[list(src) for src in call] for call in self._connections.get(layer_name, [])]
+
+    def summary(self, *, line_length: int | None = None, print_fn: Any = None) -> None:
+        """Prints Keras's table with a "Connected to" column: each layer's inbound layers."""
+        from ._summary import format_summary
+
+        if not self.built:
+            raise NotBuiltError(f"Model '{self.name}' is not built.")
+        (print_fn or print)(format_summary(self, line_length=line_length))
+
+
+def _fill(template: Any, values: dict[int, Any]) -> Any:
+    return jax.tree.map(
+        lambda v: values[v.id] if isinstance(v, _Ref) else v,
+        template,
+        is_leaf=lambda v: isinstance(v, _Ref),
+    )
+
+
+def _describe_value(x: Any) -> str:
+    if isinstance(x, dict):
+        return f"a dict with keys {sorted(x)}"
+    if isinstance(x, list | tuple):
+        return f"a {type(x).__name__} of {len(x)} items"
+    return f"{type(x).__name__} of shape {getattr(x, 'shape', '?')}"
+
+
+def as_module(module: Any, inputs: Any, outputs: Any, name: str | None) -> Any:
+    """What ``Model(...)`` wraps: a :class:`Functional` for symbolic inputs, else ``module``.
+
+    Raises:
+      ModelStructureError: inputs without outputs (or the reverse), or inputs given twice.
+    """
+    from ..layers._symbolic import any_symbolic
+
+    if inputs is not None:
+        if module is not None:
+            raise ModelStructureError(
+                "Model got its inputs twice (positionally and as inputs=); pass them once."
+            )
+        module = inputs
+    if outputs is None and not any_symbolic(module):
+        return module
+    if outputs is None or module is None:
+        raise ModelStructureError(
+            "A functional Model needs both inputs and outputs: "
+            "phalanx.Model(inputs=inputs, outputs=outputs)."
+        )
+    return Functional(module, outputs, name=name)

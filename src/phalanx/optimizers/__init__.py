@@ -1,0 +1,34 @@
+"""Keras's optimizers by name, with Keras's defaults, as optax transformations.
+
+``optimizers.get("adam")`` (or ``optimizers.Adam(learning_rate=...)``) gives an
+optimizer whose ``to_optax()`` keeps the learning rate in its state, so
+``get_learning_rate``/``set_learning_rate`` read and change it at run time
+without recompiling. Any optax ``GradientTransformation`` is accepted as is.
+Schedules with Keras's names are in :mod:`phalanx.optimizers.schedules`.
+"""
+
+from . import schedules as schedules
+from ._learning_rate import get_learning_rate as get_learning_rate
+from ._learning_rate import learning_rate_is_schedule as learning_rate_is_schedule
+from ._learning_rate import set_learning_rate as set_learning_rate
+from ._optimizers import SGD as SGD
+from ._optimizers import Adagrad as Adagrad
+from ._optimizers import Adam as Adam
+from ._optimizers import AdamW as AdamW
+from ._optimizers import Optimizer as Optimizer
+from ._optimizers import RMSprop as RMSprop
+from ._optimizers import get as get
+
+__all__ = [
+    "SGD",
+    "Adagrad",
+    "Adam",
+    "AdamW",
+    "Optimizer",
+    "RMSprop",
+    "get",
+    "get_learning_rate",
+    "learning_rate_is_schedule",
+    "schedules",
+    "set_learning_rate",
+]

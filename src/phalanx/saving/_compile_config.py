@@ -1,0 +1,211 @@
+"""A ``.keras`` file's ``compile_config``: written by ``model.save``, read by ``load_model``.
+
+Keras 3 stores ``compile``'s arguments in ``config.json`` and ``load_model``
+compiles the model it returns with them, so that ``load_model(path).evaluate(x, y)``
+works as after ``compile``. phalanx does the same both ways: it writes Keras's
+layout (an optimizer as ``{"module", "class_name", "config"}``, losses and
+metrics as names or as the same kind of dict) for what Keras can read back,
+and reads what Keras writes for the optimizers, losses and metrics phalanx has.
+The optimizer's state (moments, step count) is not read: training resumes
+with a fresh optimizer, as from ``compile``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import warnings
+from typing import Any
+
+# Keras optimizer arguments phalanx has no counterpart for, with the values that
+# mean "off"; a file with another value is not compiled (it would train otherwise).
+_KERAS_ONLY_OFF = {
+    "use_ema": (False,),
+    "ema_momentum": None,  # any value: only read when use_ema
+    "ema_overwrite_frequency": None,
+    "loss_scale_factor": (None,),
+    "gradient_accumulation_steps": (None,),
+}
+
+
+def compile_config(model: Any) -> dict | None:
+    """Keras's ``compile_config`` for ``model``; None if it was not compiled by the user.
+
+    Arguments Keras could not rebuild (an optax transformation, a function of
+    your own, a learning-rate schedule) leave the file without one: the model
+    then loads uncompiled, and ``compile`` is called again, as in Keras.
+    """
+    args = getattr(model, "_compile_args", None)
+    if args is None or getattr(model, "_predict_only", False):
+        return None
+    try:
+        return {
+            "optimizer": _optimizer_entry(args["optimizer"]),
+            "loss": _entry(args["loss"], "keras.losses"),
+            "loss_weights": _plain(args["loss_weights"]),
+            "metrics": None
+            if args["metrics"] is None
+            else [_entry(m, "keras.metrics") for m in args["metrics"]],
+            "weighted_metrics": None,
+            "run_eagerly": False,
+            "steps_per_execution": args["steps_per_execution"],
+            "jit_compile": True,
+        }
+    except _NotSerializable:
+        return None
+
+
+def compile_from_config(model: Any, config: dict, path: str) -> None:
+    """Compiles ``model`` with a file's ``compile_config`` (warns and leaves it if it cannot)."""
+    try:
+        kwargs = {
+            "optimizer": _optimizer_from(config.get("optimizer") or "rmsprop"),
+            "loss": _object_from(config.get("loss"), "losses"),
+            "metrics": _metrics_from(config.get("metrics")),
+            "loss_weights": config.get("loss_weights"),
+            "steps_per_execution": int(config.get("steps_per_execution") or 1),
+        }
+    except _NotSerializable as e:
+        warnings.warn(
+            f"{path!r}: the model was loaded uncompiled: {e}. Call model.compile(...) "
+            "before fit or evaluate.",
+            UserWarning,
+            stacklevel=3,
+        )
+        return
+    model.compile(**kwargs)
+
+
+class _NotSerializable(Exception):
+    pass
+
+
+# -- writing ----------------------------------------------------------------------------
+
+
+def _plain(value: Any) -> Any:
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {k: _plain(v) for k, v in value.items()}
+    raise _NotSerializable(f"{type(value).__name__} {value!r}")
+
+
+def _optimizer_entry(optimizer: Any) -> Any:
+    if isinstance(optimizer, str):
+        return optimizer
+    get_config = getattr(optimizer, "get_config", None)
+    if get_config is None:  # an optax transformation: code, not configuration
+        raise _NotSerializable(type(optimizer).__name__)
+    return {
+        "module": "keras.optimizers",
+        "class_name": type(optimizer).__name__,
+        "config": _plain(get_config()),
+        "registered_name": None,
+    }
+
+
+def _entry(obj: Any, module: str) -> Any:
+    """A loss or metric as Keras writes it: its name, or its class and arguments."""
+    if obj is None or isinstance(obj, str):
+        return obj
+    if isinstance(obj, list | tuple):
+        return [_entry(o, module) for o in obj]
+    if isinstance(obj, dict):
+        return {k: _entry(v, module) for k, v in obj.items()}
+    cls = type(obj)
+    if not cls.__module__.startswith("phalanx.") or inspect.isfunction(obj):
+        raise _NotSerializable(getattr(obj, "__name__", cls.__name__))
+    config = {}
+    for param in inspect.signature(cls.__init__).parameters.values():
+        if param.name == "self" or param.kind in (param.VAR_KEYWORD, param.VAR_POSITIONAL):
+            continue
+        if param.name == "reduction":  # phalanx reduces itself; Keras's default
+            config["reduction"] = "sum_over_batch_size"
+        elif hasattr(obj, param.name):
+            config[param.name] = _plain(getattr(obj, param.name))
+        elif param.default is param.empty:
+            raise _NotSerializable(cls.__name__)
+    return {"module": module, "class_name": cls.__name__, "config": config}
+
+
+# -- reading ----------------------------------------------------------------------------
+
+
+def _optimizer_from(entry: Any) -> Any:
+    from ..optimizers import _optimizers
+
+    if isinstance(entry, str):
+        return _optimizers.get(entry)
+    cls = _class(entry, _optimizers, _optimizers.Optimizer)
+    config = dict(entry.get("config") or {})
+    for key, off in _KERAS_ONLY_OFF.items():
+        if key not in config:
+            continue
+        value = config.pop(key)
+        if off is not None and value not in off:
+            raise _NotSerializable(f"phalanx optimizers have no {key}={value!r}")
+    if isinstance(config.get("learning_rate"), dict):
+        raise _NotSerializable("its learning-rate schedule is not read")
+    return cls(**_accepted(cls, config, entry["class_name"]))
+
+
+def _object_from(entry: Any, kind: str) -> Any:
+    if entry is None or isinstance(entry, str):
+        return entry
+    if isinstance(entry, list):
+        return [_object_from(e, kind) for e in entry]
+    if isinstance(entry, dict) and "class_name" not in entry:  # a loss per named output
+        return {k: _object_from(v, kind) for k, v in entry.items()}
+    import phalanx
+
+    namespace = getattr(phalanx, kind)
+    cls = _class(entry, namespace, object)
+    config = dict(entry.get("config") or {})
+    reduction = config.pop("reduction", "sum_over_batch_size")
+    if reduction not in ("sum_over_batch_size", None):
+        raise _NotSerializable(f"{entry['class_name']}(reduction={reduction!r}) is not read")
+    return cls(**_accepted(cls, config, entry["class_name"]))
+
+
+def _metrics_from(entry: Any) -> Any:
+    if entry is None:
+        return None
+    if isinstance(entry, dict) and "class_name" not in entry:
+        return {k: _metrics_from(v) for k, v in entry.items()}
+    return [_object_from(m, "metrics") for m in entry]
+
+
+def _class(entry: Any, namespace: Any, base: type) -> type:
+    name = entry.get("class_name") if isinstance(entry, dict) else None
+    cls = getattr(namespace, name, None) if isinstance(name, str) else None
+    if not (inspect.isclass(cls) and issubclass(cls, base)):
+        raise _NotSerializable(f"phalanx has no {name!r}")
+    return cls
+
+
+# Keras loss and metric arguments phalanx does not take, at the values that change nothing.
+_KERAS_DEFAULTS = {"ignore_class": None, "axis": -1, "label_smoothing": 0.0}
+
+
+def _accepted(cls: type, config: dict, name: str) -> dict:
+    """The config's arguments ``cls`` takes; Keras's bookkeeping keys (dtype) are dropped."""
+    # **kwargs: the optimizers' clipnorm/weight_decay/name, keyword-only in their base class
+    names = {
+        n for c in cls.__mro__ if "__init__" in vars(c) for n in inspect.signature(c).parameters
+    }
+    kwargs = {k: v for k, v in config.items() if k in names}
+    unknown = sorted(
+        k
+        for k, v in config.items()
+        if k not in kwargs
+        and k not in ("dtype", "registered_name")
+        and not (k in _KERAS_DEFAULTS and v == _KERAS_DEFAULTS[k])
+    )
+    if unknown:
+        raise _NotSerializable(f"phalanx's {name} takes no {', '.join(unknown)}")
+    return kwargs

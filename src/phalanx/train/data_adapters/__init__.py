@@ -1,0 +1,3 @@
+"""What ``fit``/``evaluate``/``predict`` accept as data: arrays, datasets, iterables, host buffers,
+the input checks and the read-ahead of the next epoch (``keras/src/trainers/data_adapters``).
+"""
