@@ -22,29 +22,15 @@ TPU programs call before ``initialize_tpu_system``).
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import jax
 
 from .cluster import connect_to_cluster as experimental_connect_to_cluster
 from .distribute import _devices
+from .distribute._devices import LogicalDevice as LogicalDevice
+from .distribute._devices import PhysicalDevice as PhysicalDevice
 from .errors import DeviceNotFoundError
 
 _KINDS = ("CPU", "GPU", "TPU")
-
-
-class PhysicalDevice(NamedTuple):
-    """A hardware device (``tf.config.PhysicalDevice``): ``name`` and ``device_type``."""
-
-    name: str
-    device_type: str
-
-
-class LogicalDevice(NamedTuple):
-    """A device computations run on (``tf.config.LogicalDevice``): ``name`` and ``device_type``."""
-
-    name: str
-    device_type: str
 
 
 def _kinds(device_type: str | None) -> tuple[str, ...]:

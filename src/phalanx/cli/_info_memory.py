@@ -106,7 +106,7 @@ def model_memory(name: str, batch_size: int) -> list[dict]:
 
 def print_memory(report: dict) -> None:
     """Prints ``--memory``'s part of ``phalanx info``."""
-    from phalanx.models._summary import readable_size
+    from phalanx.train._memory import readable_size
 
     print("\nmemory per device, as the platform reports it (Device.memory_stats()):")
     groups: dict[str, list[str]] = {}  # devices that report the same, on one line

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple
 
 import jax
 
@@ -26,6 +27,20 @@ DeviceSpec = jax.Device | int | str
 _PLATFORMS = {"cpu": ("cpu",), "gpu": ("gpu", "cuda", "rocm"), "tpu": ("tpu",)}
 _DEVICE_RE = re.compile(r"(?:^|/)(?:device:)?(?P<kind>cpu|gpu|tpu):(?P<index>\d+)$")
 _TASK_RE = re.compile(r"/task:(?P<task>\d+)")
+
+
+class PhysicalDevice(NamedTuple):
+    """A hardware device (``tf.config.PhysicalDevice``): ``name`` and ``device_type``."""
+
+    name: str
+    device_type: str
+
+
+class LogicalDevice(NamedTuple):
+    """A device computations run on (``tf.config.LogicalDevice``): ``name`` and ``device_type``."""
+
+    name: str
+    device_type: str
 
 
 def _describe_available() -> str:
@@ -114,8 +129,6 @@ def resolve_device(spec: DeviceSpec) -> jax.Device:
 
 
 def _is_logical_device(spec: object) -> bool:
-    from ..config import LogicalDevice  # config imports this module
-
     return isinstance(spec, LogicalDevice)
 
 

@@ -7,14 +7,13 @@ learns its input shape (``build``). Stack them in :class:`phalanx.train.Sequenti
 
 from ._activations import get as get_activation
 from ._attention import MultiHeadAttention as MultiHeadAttention
+from ._convolutional import Conv1D as Conv1D
+from ._convolutional import Conv2D as Conv2D
 from ._core import Activation as Activation
 from ._core import Dense as Dense
-from ._core import Dropout as Dropout
 from ._core import Embedding as Embedding
-from ._core import Flatten as Flatten
 from ._core import Input as Input
 from ._core import InputLayer as InputLayer
-from ._core import Reshape as Reshape
 from ._layer import Layer as Layer
 from ._merging import Add as Add
 from ._merging import Average as Average
@@ -26,17 +25,18 @@ from ._merging import Subtract as Subtract
 from ._normalization import BatchNormalization as BatchNormalization
 from ._normalization import LayerNormalization as LayerNormalization
 from ._pooling import AveragePooling2D as AveragePooling2D
-from ._pooling import Conv2D as Conv2D
+from ._pooling import GlobalAveragePooling1D as GlobalAveragePooling1D
 from ._pooling import GlobalAveragePooling2D as GlobalAveragePooling2D
+from ._pooling import GlobalMaxPooling1D as GlobalMaxPooling1D
 from ._pooling import GlobalMaxPooling2D as GlobalMaxPooling2D
 from ._pooling import MaxPooling2D as MaxPooling2D
-from ._pooling1d import Conv1D as Conv1D
-from ._pooling1d import GlobalAveragePooling1D as GlobalAveragePooling1D
-from ._pooling1d import GlobalMaxPooling1D as GlobalMaxPooling1D
+from ._regularization import Dropout as Dropout
 from ._regularization import GaussianDropout as GaussianDropout
 from ._regularization import GaussianNoise as GaussianNoise
 from ._regularization import SpatialDropout1D as SpatialDropout1D
 from ._regularization import SpatialDropout2D as SpatialDropout2D
+from ._reshaping import Flatten as Flatten
+from ._reshaping import Reshape as Reshape
 from ._reshaping import ZeroPadding1D as ZeroPadding1D
 from ._reshaping import ZeroPadding2D as ZeroPadding2D
 

@@ -1,11 +1,13 @@
-"""What Keras's convolution layers share, for every rank: ``Conv1D`` and ``Conv2D`` subclass ``Conv``.
+"""Keras's convolution layers: ``Conv1D`` and ``Conv2D``, on ``nnx.Conv``, and ``Conv``, their base.
 
 Keras's ``BaseConv``: the arguments (``filters``, ``kernel_size``, ``strides``,
 ``padding``, ``dilation_rate``, ``groups``, initializers, regularizers) are
-checked and stored once here; the output size of each spatial axis, the
-kernel (``(*kernel_size, in_channels // groups, filters)``, Keras's layout, on
-``nnx.Conv``) and ``"causal"`` padding (1-D only) too. Pooling layers use
-``spatial_tuple``, ``output_sizes`` and ``check_data_format`` as well.
+checked and stored once in ``Conv``; the output size of each spatial axis, the
+kernel (``(*kernel_size, in_channels // groups, filters)``, Keras's layout) and
+``"causal"`` padding (1-D only) too. Inputs are channels last (NHWC, Keras's
+default): ``(batch, steps, channels)`` for ``Conv1D``, ``(batch, height, width,
+channels)`` for ``Conv2D``. The pooling layers use ``spatial_tuple``,
+``output_sizes`` and ``check_data_format`` as well.
 """
 
 from __future__ import annotations
@@ -236,3 +238,74 @@ class Conv(Layer):
             (kernel,), (dilation,) = self._tuple(self.kernel_size), self._tuple(self.dilation_rate)
             x = jnp.pad(x, ((0, 0), (dilation * (kernel - 1), 0), (0, 0)))
         return self.conv(x)
+
+
+_IMAGE = "(batch, height, width, channels)"
+
+
+_NHWC_HINT = (
+    "phalanx layers use 'channels_last' (NHWC). Transpose inputs with "
+    "jnp.transpose(x, (0, 2, 3, 1))."
+)
+
+
+_RESHAPE_HINT = (
+    "Images must be (height, width, channels) per example: reshape flat inputs "
+    "first, e.g. layers.Reshape((28, 28, 1))."
+)
+
+
+def _data_format(data_format: str | None) -> None:
+    check_data_format(data_format, _NHWC_HINT)
+
+
+class Conv2D(Conv):
+    """A 2-D convolution over NHWC images, ``activation(conv(x, kernel) + bias)``, on ``nnx.Conv``.
+
+    Takes Keras's ``Conv2D`` arguments (listed on ``Conv``): ``kernel_size``,
+    ``strides`` and ``dilation_rate`` are ints or pairs ``(height, width)``,
+    kept as pairs; ``input_shape`` is ``(height, width, channels)``.
+
+    Example:
+      >>> layer = Conv2D(32, 3, activation="relu")
+      >>> layer.build((28, 28, 1))
+      (26, 26, 32)
+      >>> layer.count_params()
+      320
+    """
+
+    rank = 2
+    _layout = _IMAGE
+    _rank_hint = _RESHAPE_HINT
+    _data_format_hint = _NHWC_HINT
+
+
+_SEQUENCE = "(batch, steps, channels)"
+
+
+_CHANNELS_LAST_HINT = (
+    "phalanx's 1-D layers use 'channels_last' (batch, steps, channels). Transpose with "
+    "jnp.swapaxes(x, 1, 2)."
+)
+
+
+class Conv1D(Conv):
+    """A 1-D convolution over ``(batch, steps, channels)``, on ``nnx.Conv``.
+
+    Takes Keras's ``Conv1D`` arguments (listed on ``Conv``): ``kernel_size``,
+    ``strides`` and ``dilation_rate`` are ints (or tuples of one), kept as ints;
+    ``padding`` may also be ``"causal"`` (left padding by ``dilation_rate *
+    (kernel_size - 1)``); ``input_shape`` is ``(steps, channels)``.
+
+    Example:
+      >>> layer = Conv1D(8, 3, activation="relu")
+      >>> layer.build((10, 4))
+      (8, 8)
+      >>> layer.count_params()
+      104
+    """
+
+    rank = 1
+    _paddings = ("valid", "same", "causal")
+    _layout = _SEQUENCE
+    _data_format_hint = _CHANNELS_LAST_HINT

@@ -1,26 +1,21 @@
-"""Keras's core layers on flax.nnx: Input, Dense, Activation, Dropout, Flatten, Reshape, Embedding.
+"""Keras's core layers on flax.nnx: Input, Dense, Activation, Embedding.
 
 Defaults are Keras's: ``glorot_uniform`` kernels, zero biases, embeddings
-drawn from ``uniform(-0.05, 0.05)``. ``Dropout`` draws its mask from the key
-given to ``__call__(..., rngs=key)`` (see :mod:`phalanx.models._network` for how
-a training step supplies one per replica and step).
+drawn from ``uniform(-0.05, 0.05)``.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from ..errors import LayerArgumentError
 from ..regularizers import _regularizers
 from . import _activations, _initializers
 from . import _args as _layer_args
 from ._args import positive_int
-from ._layer import Layer, Shape, format_shape, normalize_shape
+from ._layer import Layer, Shape, format_shape
 
 
 class InputLayer(Layer):
@@ -209,149 +204,6 @@ class Activation(Layer):
 
     def pre_activation(self, x, *, training, rngs):
         return self._cast(x)
-
-
-class Dropout(Layer):
-    """Sets a fraction ``rate`` of inputs to 0 in training and scales the rest by ``1/(1-rate)``.
-
-    Built on ``nnx.Dropout``; holds no random state. In training it needs a key:
-    ``layer(x, training=True, rngs=key)`` with ``key`` a ``jax.random`` key or
-    an ``nnx.Rngs`` (its ``dropout`` stream). A network derives each layer's
-    key from the one given to it; the training step gives a fresh key per step
-    and replica.
-
-    Args:
-      rate: the fraction of inputs to drop, in [0, 1).
-      noise_shape: a shape broadcastable to the input (batch axis included)
-        whose 1-sized axes share the mask, as Keras.
-      seed: an int folded into the key given at call time (so two dropouts fed
-        the same key differ).
-      name: the layer's name.
-
-    Example:
-      >>> import jax, jax.numpy as jnp
-      >>> Dropout(0.5)(jnp.ones((1, 4))).tolist()  # inference: identity
-      [[1.0, 1.0, 1.0, 1.0]]
-    """
-
-    def __init__(
-        self,
-        rate: float,
-        noise_shape: Any = None,
-        seed: int | None = None,
-        *,
-        name: str | None = None,
-        input_shape: Any = None,
-    ):
-        super().__init__(name=name, input_shape=input_shape)
-        self.rate = _layer_args.rate(type(self).__name__, "rate", rate, one=True)
-        self.noise_shape = (
-            None if noise_shape is None else normalize_shape(noise_shape, "noise_shape")
-        )
-        self.seed = seed
-        self.dropout = nnx.data(None)
-
-    @property
-    def uses_rng(self) -> bool:
-        """True when the layer draws random numbers in training (``rate > 0``)."""
-        return self.rate > 0.0
-
-    def _build(self, input_shape: Shape, rngs: nnx.Rngs) -> None:
-        broadcast = ()
-        if self.noise_shape is not None:
-            if len(self.noise_shape) != len(input_shape) + 1:
-                raise self._error(
-                    f"noise_shape {self.noise_shape} must have the input's rank "
-                    f"{len(input_shape) + 1} (batch included); input shape "
-                    f"{format_shape(input_shape)}."
-                )
-            broadcast = tuple(i for i, d in enumerate(self.noise_shape) if d == 1)
-        self.dropout = nnx.Dropout(self.rate, broadcast_dims=broadcast, rngs=None)
-
-    def call(self, x, *, training, rngs):
-        if not training or self.rate == 0.0:
-            return x
-        if rngs is None:
-            raise ValueError(
-                f"Layer '{self.name}' (Dropout) needs a random key in training: call "
-                "model(x, training=True, rngs=jax.random.key(seed)) with a fresh key "
-                "per step (Model.fit does this for you)."
-            )
-        if isinstance(rngs, nnx.Rngs):
-            rngs = rngs.dropout()
-        if self.seed is not None:
-            rngs = jax.random.fold_in(rngs, self.seed)
-        return self.dropout(x, deterministic=False, rngs=rngs)
-
-
-class Flatten(Layer):
-    """Flattens each example to one axis: ``(batch, 7, 7, 64)`` -> ``(batch, 3136)``.
-
-    Example:
-      >>> Flatten().compute_output_shape((28, 28))
-      (784,)
-    """
-
-    def __init__(self, *, name: str | None = None, input_shape: Any = None):
-        super().__init__(name=name, input_shape=input_shape)
-
-    def compute_output_shape(self, input_shape: Shape) -> Shape:
-        if any(d is None for d in input_shape):
-            return (None,)
-        return (math.prod(input_shape),)
-
-    def call(self, x, *, training, rngs):
-        return x.reshape(x.shape[0], -1)
-
-
-class Reshape(Layer):
-    """Reshapes each example to ``target_shape`` (one entry may be -1).
-
-    Args:
-      target_shape: the per-example output shape, e.g. ``(28, 28, 1)``.
-      name: the layer's name.
-      input_shape: the per-example input shape, on a network's first layer.
-
-    Example:
-      >>> Reshape((28, 28, 1)).compute_output_shape((784,))
-      (28, 28, 1)
-    """
-
-    def __init__(self, target_shape: Any, *, name: str | None = None, input_shape: Any = None):
-        super().__init__(name=name, input_shape=input_shape)
-        target = normalize_shape(target_shape, "target_shape")
-        if sum(d == -1 for d in target) > 1 or any(d is None or d < -1 for d in target):
-            raise LayerArgumentError(
-                f"Reshape target_shape holds sizes >= 0 and at most one -1 (inferred), got "
-                f"{target}; e.g. Reshape((28, 28, 1)) or Reshape((-1, 1))."
-            )
-        self.target_shape = target
-
-    def compute_output_shape(self, input_shape: Shape) -> Shape:
-        if any(d is None for d in input_shape):
-            return tuple(None if d == -1 else d for d in self.target_shape)
-        size = math.prod(input_shape)
-        known = math.prod(d for d in self.target_shape if d != -1)
-        if -1 in self.target_shape:
-            if known == 0 or size % known:
-                raise self._error(self._mismatch(input_shape))
-            return tuple(size // known if d == -1 else d for d in self.target_shape)
-        if known != size:
-            raise self._error(self._mismatch(input_shape))
-        return self.target_shape
-
-    def _mismatch(self, input_shape: Shape) -> str:
-        return (
-            f"cannot reshape inputs of shape {format_shape(input_shape)} "
-            f"({math.prod(input_shape)} values per example) into target_shape "
-            f"{self.target_shape}."
-        )
-
-    def _check_input_shape(self, input_shape: Shape) -> None:
-        self.compute_output_shape(input_shape)
-
-    def call(self, x, *, training, rngs):
-        return x.reshape((x.shape[0], *self.target_shape))
 
 
 class Embedding(Layer):

@@ -157,6 +157,9 @@ class Layer(Regularized, nnx.Module):
     """
 
     _has_activation = False
+    #: True for a model used as a layer (``phalanx.models``' nested models): the layer's
+    #: weights are another model's, which the Keras file writers refuse by this flag.
+    wraps_model = False
 
     def __init__(self, *, name: str | None = None, input_shape: Any = None, dtype: Any = None):
         self.name = name
@@ -375,9 +378,9 @@ class Layer(Regularized, nnx.Module):
     @property
     def weights(self) -> list:
         """The layer's weights (trainable, then non-trainable, in Keras's order)."""
-        from ..models import _introspection
+        from . import _weights  # _weights imports this module (isinstance(node, Layer))
 
-        return _introspection.weight_views(self)
+        return _weights.weight_views(self)
 
     @property
     def trainable_weights(self) -> list:
@@ -394,9 +397,9 @@ class Layer(Regularized, nnx.Module):
 
     def get_weights(self) -> list[np.ndarray]:
         """The layer's weights as numpy arrays, in Keras's order (kernel, bias, ...)."""
-        from ..models import _introspection
+        from . import _weights  # as in weights
 
-        return _introspection.get_weights(self)
+        return _weights.get_weights(self)
 
     def set_weights(self, weights: Sequence[Any]) -> None:
         """Sets the layer's weights from a list in ``get_weights()`` order.
@@ -404,9 +407,9 @@ class Layer(Regularized, nnx.Module):
         Raises:
           ValueError: the number of arrays or a shape does not match.
         """
-        from ..models import _introspection
+        from . import _weights  # as in weights
 
-        _introspection.set_weights(self, weights)
+        _weights.set_weights(self, weights)
 
     # -- weights -----------------------------------------------------------------------
     def count_params(self) -> int:

@@ -1,8 +1,9 @@
-"""Keras's 2-D convolution and pooling layers on flax.nnx, in Keras's NHWC layout.
+"""Keras's pooling layers on flax.nnx: ``MaxPooling2D``, ``AveragePooling2D`` and the global poolings (1-D, 2-D).
 
-Inputs are ``(batch, height, width, channels)`` (``channels_last``, Keras's
-default); ``padding`` is ``"valid"`` (default) or ``"same"``. Average pooling
-with ``"same"`` padding averages only the values inside the input, as Keras.
+Inputs are channels last (Keras's default): ``(batch, height, width, channels)``,
+``(batch, steps, channels)`` for the 1-D global poolings; ``padding`` is ``"valid"``
+(default) or ``"same"``. Average pooling with ``"same"`` padding averages only the
+values inside the input, as Keras.
 """
 
 from __future__ import annotations
@@ -12,43 +13,18 @@ from typing import Any
 import jax.numpy as jnp
 from flax import nnx
 
-from ._convolutional import Conv, check_data_format, check_padding, output_sizes, spatial_tuple
+from ._convolutional import (
+    _CHANNELS_LAST_HINT,
+    _IMAGE,
+    _RESHAPE_HINT,
+    _SEQUENCE,
+    _data_format,
+    check_data_format,
+    check_padding,
+    output_sizes,
+    spatial_tuple,
+)
 from ._layer import Layer, Shape
-
-_IMAGE = "(batch, height, width, channels)"
-_NHWC_HINT = (
-    "phalanx layers use 'channels_last' (NHWC). Transpose inputs with "
-    "jnp.transpose(x, (0, 2, 3, 1))."
-)
-_RESHAPE_HINT = (
-    "Images must be (height, width, channels) per example: reshape flat inputs "
-    "first, e.g. layers.Reshape((28, 28, 1))."
-)
-
-
-def _data_format(data_format: str | None) -> None:
-    check_data_format(data_format, _NHWC_HINT)
-
-
-class Conv2D(Conv):
-    """A 2-D convolution over NHWC images, ``activation(conv(x, kernel) + bias)``, on ``nnx.Conv``.
-
-    Takes Keras's ``Conv2D`` arguments (listed on ``Conv``): ``kernel_size``,
-    ``strides`` and ``dilation_rate`` are ints or pairs ``(height, width)``,
-    kept as pairs; ``input_shape`` is ``(height, width, channels)``.
-
-    Example:
-      >>> layer = Conv2D(32, 3, activation="relu")
-      >>> layer.build((28, 28, 1))
-      (26, 26, 32)
-      >>> layer.count_params()
-      320
-    """
-
-    rank = 2
-    _layout = _IMAGE
-    _rank_hint = _RESHAPE_HINT
-    _data_format_hint = _NHWC_HINT
 
 
 class _Pooling2D(Layer):
@@ -183,3 +159,58 @@ class GlobalMaxPooling2D(_GlobalPooling2D):
     """
 
     _reduce = jnp.max
+
+
+class _GlobalPooling1D(Layer):
+    def __init__(
+        self,
+        data_format: str | None = None,
+        keepdims: bool = False,
+        *,
+        name: str | None = None,
+        input_shape: Any = None,
+    ):
+        super().__init__(name=name, input_shape=input_shape)
+        check_data_format(data_format, _CHANNELS_LAST_HINT)
+        self.keepdims = bool(keepdims)
+
+    def compute_output_shape(self, input_shape: Shape) -> Shape:
+        return (1, input_shape[-1]) if self.keepdims else (input_shape[-1],)
+
+    def _check_input_shape(self, input_shape: Shape) -> None:
+        self._require_rank(input_shape, 2, _SEQUENCE)
+
+    def call(self, x, *, training, rngs):
+        return self._reduce(self._cast(x), axis=1, keepdims=self.keepdims)
+
+
+class GlobalAveragePooling1D(_GlobalPooling1D):
+    """Averages over the steps: ``(batch, steps, channels)`` -> ``(batch, channels)``.
+
+    Args:
+      data_format: ``"channels_last"`` or None.
+      keepdims: keep the steps axis with size 1, as Keras.
+      name: the layer's name.
+
+    Example:
+      >>> GlobalAveragePooling1D().compute_output_shape((10, 16))
+      (16,)
+    """
+
+    _reduce = staticmethod(jnp.mean)
+
+
+class GlobalMaxPooling1D(_GlobalPooling1D):
+    """The maximum over the steps: ``(batch, steps, channels)`` -> ``(batch, channels)``.
+
+    Args:
+      data_format: ``"channels_last"`` or None.
+      keepdims: keep the steps axis with size 1, as Keras.
+      name: the layer's name.
+
+    Example:
+      >>> GlobalMaxPooling1D(keepdims=True).compute_output_shape((10, 16))
+      (1, 16)
+    """
+
+    _reduce = staticmethod(jnp.max)

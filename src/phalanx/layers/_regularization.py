@@ -1,10 +1,10 @@
-"""Keras's other dropout layers: ``SpatialDropout1D/2D``, ``GaussianDropout``, ``GaussianNoise``.
+"""Keras's regularization layers: ``Dropout``, ``SpatialDropout1D/2D``, ``GaussianDropout``, ``GaussianNoise``.
 
-Like :class:`~phalanx.layers._core.Dropout`, they act in training only
-and draw from the key the call is given (``fit`` gives a fresh one per step
-and replica; a subclassed model's ``call`` gets it from the random context).
-Spatial dropout drops whole channels: one mask per example and channel,
-shared over the steps (1-D) or the pixels (2-D), as Keras.
+They act in training only and draw from the key the call is given
+(``__call__(..., rngs=key)``: ``fit`` gives a fresh one per step and replica, see
+:mod:`phalanx.models._network`; a subclassed model's ``call`` gets it from the
+random context). Spatial dropout drops whole channels: one mask per example and
+channel, shared over the steps (1-D) or the pixels (2-D), as Keras.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from flax import nnx
 
 from ..errors import LayerArgumentError
 from . import _args as _layer_args
-from ._core import Dropout
-from ._layer import Layer, Shape
+from ._layer import Layer, Shape, format_shape, normalize_shape
 
 
 def _key(layer: Layer, rngs: Any, seed: int | None):
@@ -30,6 +29,79 @@ def _key(layer: Layer, rngs: Any, seed: int | None):
     if isinstance(rngs, nnx.Rngs):
         rngs = rngs.dropout()
     return rngs if seed is None else jax.random.fold_in(rngs, seed)
+
+
+class Dropout(Layer):
+    """Sets a fraction ``rate`` of inputs to 0 in training and scales the rest by ``1/(1-rate)``.
+
+    Built on ``nnx.Dropout``; holds no random state. In training it needs a key:
+    ``layer(x, training=True, rngs=key)`` with ``key`` a ``jax.random`` key or
+    an ``nnx.Rngs`` (its ``dropout`` stream). A network derives each layer's
+    key from the one given to it; the training step gives a fresh key per step
+    and replica.
+
+    Args:
+      rate: the fraction of inputs to drop, in [0, 1).
+      noise_shape: a shape broadcastable to the input (batch axis included)
+        whose 1-sized axes share the mask, as Keras.
+      seed: an int folded into the key given at call time (so two dropouts fed
+        the same key differ).
+      name: the layer's name.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> Dropout(0.5)(jnp.ones((1, 4))).tolist()  # inference: identity
+      [[1.0, 1.0, 1.0, 1.0]]
+    """
+
+    def __init__(
+        self,
+        rate: float,
+        noise_shape: Any = None,
+        seed: int | None = None,
+        *,
+        name: str | None = None,
+        input_shape: Any = None,
+    ):
+        super().__init__(name=name, input_shape=input_shape)
+        self.rate = _layer_args.rate(type(self).__name__, "rate", rate, one=True)
+        self.noise_shape = (
+            None if noise_shape is None else normalize_shape(noise_shape, "noise_shape")
+        )
+        self.seed = seed
+        self.dropout = nnx.data(None)
+
+    @property
+    def uses_rng(self) -> bool:
+        """True when the layer draws random numbers in training (``rate > 0``)."""
+        return self.rate > 0.0
+
+    def _build(self, input_shape: Shape, rngs: nnx.Rngs) -> None:
+        broadcast = ()
+        if self.noise_shape is not None:
+            if len(self.noise_shape) != len(input_shape) + 1:
+                raise self._error(
+                    f"noise_shape {self.noise_shape} must have the input's rank "
+                    f"{len(input_shape) + 1} (batch included); input shape "
+                    f"{format_shape(input_shape)}."
+                )
+            broadcast = tuple(i for i, d in enumerate(self.noise_shape) if d == 1)
+        self.dropout = nnx.Dropout(self.rate, broadcast_dims=broadcast, rngs=None)
+
+    def call(self, x, *, training, rngs):
+        if not training or self.rate == 0.0:
+            return x
+        if rngs is None:
+            raise ValueError(
+                f"Layer '{self.name}' (Dropout) needs a random key in training: call "
+                "model(x, training=True, rngs=jax.random.key(seed)) with a fresh key "
+                "per step (Model.fit does this for you)."
+            )
+        if isinstance(rngs, nnx.Rngs):
+            rngs = rngs.dropout()
+        if self.seed is not None:
+            rngs = jax.random.fold_in(rngs, self.seed)
+        return self.dropout(x, deterministic=False, rngs=rngs)
 
 
 class SpatialDropout1D(Dropout):

@@ -1,5 +1,4 @@
-"""Keras's ``ZeroPadding2D`` and ``ZeroPadding1D``, channels last (``GlobalMaxPooling2D`` is
-in ``_conv_layers`` beside ``GlobalAveragePooling2D``).
+"""Keras's reshaping layers: ``Flatten``, ``Reshape``, ``ZeroPadding1D``, ``ZeroPadding2D``.
 
 ``ZeroPadding2D(padding)`` takes Keras's three forms: an int (all sides), a
 pair ``(rows, cols)`` (symmetric), or ``((top, bottom), (left, right))``.
@@ -7,12 +6,14 @@ pair ``(rows, cols)`` (symmetric), or ``((top, bottom), (left, right))``.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import jax.numpy as jnp
 
-from ._layer import Layer, Shape
-from ._pooling import _IMAGE, _data_format
+from ..errors import LayerArgumentError
+from ._convolutional import _IMAGE, _data_format
+from ._layer import Layer, Shape, format_shape, normalize_shape
 
 
 def _pads(padding: Any, axes: int) -> tuple[tuple[int, int], ...]:
@@ -118,3 +119,73 @@ class ZeroPadding1D(_ZeroPadding):
 
     def __init__(self, padding: Any = 1, *, name: str | None = None, input_shape: Any = None):
         super().__init__(padding, None, name=name, input_shape=input_shape)
+
+
+class Flatten(Layer):
+    """Flattens each example to one axis: ``(batch, 7, 7, 64)`` -> ``(batch, 3136)``.
+
+    Example:
+      >>> Flatten().compute_output_shape((28, 28))
+      (784,)
+    """
+
+    def __init__(self, *, name: str | None = None, input_shape: Any = None):
+        super().__init__(name=name, input_shape=input_shape)
+
+    def compute_output_shape(self, input_shape: Shape) -> Shape:
+        if any(d is None for d in input_shape):
+            return (None,)
+        return (math.prod(input_shape),)
+
+    def call(self, x, *, training, rngs):
+        return x.reshape(x.shape[0], -1)
+
+
+class Reshape(Layer):
+    """Reshapes each example to ``target_shape`` (one entry may be -1).
+
+    Args:
+      target_shape: the per-example output shape, e.g. ``(28, 28, 1)``.
+      name: the layer's name.
+      input_shape: the per-example input shape, on a network's first layer.
+
+    Example:
+      >>> Reshape((28, 28, 1)).compute_output_shape((784,))
+      (28, 28, 1)
+    """
+
+    def __init__(self, target_shape: Any, *, name: str | None = None, input_shape: Any = None):
+        super().__init__(name=name, input_shape=input_shape)
+        target = normalize_shape(target_shape, "target_shape")
+        if sum(d == -1 for d in target) > 1 or any(d is None or d < -1 for d in target):
+            raise LayerArgumentError(
+                f"Reshape target_shape holds sizes >= 0 and at most one -1 (inferred), got "
+                f"{target}; e.g. Reshape((28, 28, 1)) or Reshape((-1, 1))."
+            )
+        self.target_shape = target
+
+    def compute_output_shape(self, input_shape: Shape) -> Shape:
+        if any(d is None for d in input_shape):
+            return tuple(None if d == -1 else d for d in self.target_shape)
+        size = math.prod(input_shape)
+        known = math.prod(d for d in self.target_shape if d != -1)
+        if -1 in self.target_shape:
+            if known == 0 or size % known:
+                raise self._error(self._mismatch(input_shape))
+            return tuple(size // known if d == -1 else d for d in self.target_shape)
+        if known != size:
+            raise self._error(self._mismatch(input_shape))
+        return self.target_shape
+
+    def _mismatch(self, input_shape: Shape) -> str:
+        return (
+            f"cannot reshape inputs of shape {format_shape(input_shape)} "
+            f"({math.prod(input_shape)} values per example) into target_shape "
+            f"{self.target_shape}."
+        )
+
+    def _check_input_shape(self, input_shape: Shape) -> None:
+        self.compute_output_shape(input_shape)
+
+    def call(self, x, *, training, rngs):
+        return x.reshape((x.shape[0], *self.target_shape))

@@ -6,7 +6,7 @@ file (Keras's ``safe_mode``; a ``Lambda`` layer is refused), and loads its
 weights. See :mod:`phalanx.saving._keras_model`.
 """
 
-from ..saving._keras_model import load_model as load_model
+from ._load import load_model as load_model
 from ._model import Model as Model
 from ._sequential import Sequential as Sequential
 

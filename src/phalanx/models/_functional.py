@@ -154,7 +154,7 @@ class Functional(nnx.Module):
         )
         self._connections = self._describe_connections(nodes)
         self._output_layer_names = tuple(t.node.layer.name for t in out_leaves)
-        from ..saving._keras_model import keras_graph
+        from ._keras_config import keras_graph
 
         self._graph.keras = keras_graph(nodes, inputs, outputs)  # for save("m.keras")
         self._build_layers(nodes, nnx.Rngs(model_seed() if seed is None else seed))

@@ -22,6 +22,8 @@ from ..layers._layer import Layer, normalize_shape
 class NestedModel(Layer):
     """A built model's module as a layer of another functional model."""
 
+    wraps_model = True
+
     def __init__(self, module: Any, name: str):
         super().__init__(name=name)
         self.module = module

@@ -46,7 +46,7 @@ from flax import nnx
 from .._random import model_seed
 from ..errors import LayerShapeError, ModelArgumentError, NotBuiltError
 from ..layers import _activations
-from ..layers._core import Dense, Flatten, InputLayer
+from ..layers._core import Dense, InputLayer
 from ..layers._layer import (
     Layer,
     Shape,
@@ -57,6 +57,7 @@ from ..layers._layer import (
     snake_case,
 )
 from ..layers._pooling import GlobalAveragePooling2D
+from ..layers._reshaping import Flatten
 from ..losses._logits import Logits
 from ..regularizers import _regularizers
 from ._summary import format_summary

@@ -187,7 +187,7 @@ def ensure_module(model: Any) -> None:
     """Creates the module of a subclassed model on first need (its layers are assigned by then)."""
     if model._module is None and is_subclassed(model):
         model._module = make_module(model)
-        from ._introspection import claim
+        from ..layers._weights import claim
 
         claim(model, model._module)
 

@@ -14,25 +14,12 @@ import numpy as np
 from flax import nnx
 
 from ..layers._layer import format_shape
+from ..train._memory import _bytes, readable_size
 
 if TYPE_CHECKING:
     from ._network import Sequential
 
 _HEADERS = ("Layer (type)", "Output Shape", "Param #")
-
-
-def _bytes(module: nnx.Module, variable_type) -> int:
-    leaves = jax.tree.leaves(nnx.state(module, variable_type))
-    return int(sum(np.prod(np.shape(x)) * np.dtype(x.dtype).itemsize for x in leaves))
-
-
-def readable_size(num_bytes: float) -> str:
-    """Formats a byte count as Keras does: ``397.54 KB``."""
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if num_bytes < 1024 or unit == "TB":
-            return f"{num_bytes:.2f} {unit}"
-        num_bytes /= 1024
-    raise AssertionError("unreachable")
 
 
 def _format_output_shape(shape) -> str:
@@ -84,7 +71,7 @@ def format_summary(network: Sequential, *, line_length: int | None = None) -> st
         ]
         return edge + edge.join(parts) + edge
 
-    from ._introspection import trainable_filter
+    from ..layers._weights import trainable_filter
 
     trained = trainable_filter(network)
     held = nnx.Any(nnx.BatchStat, nnx.All(nnx.Param, nnx.Not(trained)))

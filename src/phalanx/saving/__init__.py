@@ -3,3 +3,7 @@
 Below :mod:`phalanx.models` as in Keras (``keras/src/saving``): the model classes hand their
 configuration to these writers and readers.
 """
+
+# The entry points are the model's: ``Model.save``, ``save_weights``, ``load_weights``
+# and ``phalanx.models.load_model``; this package holds their file formats.
+__all__: list[str] = []

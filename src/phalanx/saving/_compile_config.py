@@ -17,6 +17,8 @@ import math
 import warnings
 from typing import Any
 
+from .. import losses, metrics
+
 # Keras optimizer arguments phalanx has no counterpart for, with the values that
 # mean "off"; a file with another value is not compiled (it would train otherwise).
 _KERAS_ONLY_OFF = {
@@ -26,6 +28,10 @@ _KERAS_ONLY_OFF = {
     "loss_scale_factor": (None,),
     "gradient_accumulation_steps": (None,),
 }
+
+
+# Where a compile config's class names are looked up, by kind.
+_NAMESPACES = {"losses": losses, "metrics": metrics}
 
 
 def compile_config(model: Any) -> dict | None:
@@ -161,9 +167,7 @@ def _object_from(entry: Any, kind: str) -> Any:
         return [_object_from(e, kind) for e in entry]
     if isinstance(entry, dict) and "class_name" not in entry:  # a loss per named output
         return {k: _object_from(v, kind) for k, v in entry.items()}
-    import phalanx
-
-    namespace = getattr(phalanx, kind)
+    namespace = _NAMESPACES[kind]
     cls = _class(entry, namespace, object)
     config = dict(entry.get("config") or {})
     reduction = config.pop("reduction", "sum_over_batch_size")

@@ -21,75 +21,13 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-import flax.nnx as nnx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..errors import WeightsFileError
 from ..io import _fs
-
-WEIGHT_TYPES = (nnx.Param, nnx.BatchStat)
-
-
-_PRIORITY = {"kernel": 0, "embedding": 0, "scale": 1, "bias": 2, "mean": 3, "var": 4}
-
-
-def _paths(state: Any) -> list[str]:
-    leaves = jax.tree_util.tree_leaves_with_path(state)
-    return [jax.tree_util.keystr(path) for path, _ in leaves]
-
-
-def _keras_order(state: Any) -> list[int]:
-    """Indices of ``state``'s leaves in Keras's order (layer by layer, kernel first)."""
-    keyed = jax.tree_util.tree_leaves_with_path(state)
-    parents: dict[str, int] = {}
-    keys = []
-    for i, (path, _) in enumerate(keyed):
-        names = [str(getattr(k, "key", getattr(k, "name", getattr(k, "idx", k)))) for k in path]
-        names = [n for n in names if n != "value"]
-        parent = "/".join(names[:-1])
-        parents.setdefault(parent, len(parents))
-        keys.append((parents[parent], _PRIORITY.get(names[-1], 5), names[-1], i))
-    return [k[-1] for k in sorted(keys)]
-
-
-def weights_state(module: nnx.Module) -> Any:
-    """The module's weight variables (``Param`` and ``BatchStat``) as an ``nnx.State``."""
-    return nnx.state(module, nnx.Any(*WEIGHT_TYPES))
-
-
-def state_to_list(state: Any) -> list[np.ndarray]:
-    """The leaves of a weights state as host numpy arrays, in Keras's order."""
-    leaves = jax.tree.leaves(state)
-    return [np.asarray(leaves[i]) for i in _keras_order(state)]
-
-
-def list_to_state(state: Any, values: list) -> Any:
-    """Returns ``state`` with its leaves replaced by ``values``, checking every shape.
-
-    Raises:
-      ValueError: the number of arrays or one of their shapes does not match.
-    """
-    leaves, treedef = jax.tree.flatten(state)
-    if len(values) != len(leaves):
-        raise ValueError(
-            f"set_weights expected a list of {len(leaves)} arrays (the model's weights in "
-            f"get_weights() order), got {len(values)}."
-        )
-    paths = _paths(state)
-    out: list[Any] = [None] * len(leaves)
-    for position, i in enumerate(_keras_order(state)):
-        old, new = leaves[i], np.asarray(values[position])
-        if tuple(new.shape) != tuple(old.shape):
-            raise ValueError(
-                f"Weight {position} ({paths[i]}) has shape {tuple(old.shape)}, but the value "
-                f"given has shape {tuple(new.shape)}. Build the model with the same "
-                "architecture first."
-            )
-        out[i] = new.astype(old.dtype)
-    return jax.tree.unflatten(treedef, out)
-
+from ..layers._weights import _paths
 
 _SAVES = itertools.count()
 SAVE_TIMEOUT_S = 300.0

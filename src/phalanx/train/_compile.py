@@ -26,7 +26,7 @@ from ..optimizers._keras_scalars import KerasFloat, KerasInt
 from . import _multi_output
 
 if TYPE_CHECKING:
-    from ..models._model import Model
+    from ._trainer import Trainer as Model
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

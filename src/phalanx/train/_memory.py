@@ -28,8 +28,7 @@ import flax.nnx as nnx
 import jax
 import numpy as np
 
-from ..models._introspection import trainable_filter
-from ..models._summary import readable_size
+from ..layers._weights import trainable_filter
 from . import _model_parallel
 
 
@@ -264,3 +263,17 @@ def memory_lines(model: Any) -> list[str]:
         f"{readable_size(step.peak)}",
     ]
     return lines
+
+
+def _bytes(module: nnx.Module, variable_type) -> int:
+    leaves = jax.tree.leaves(nnx.state(module, variable_type))
+    return int(sum(np.prod(np.shape(x)) * np.dtype(x.dtype).itemsize for x in leaves))
+
+
+def readable_size(num_bytes: float) -> str:
+    """Formats a byte count as Keras does: ``397.54 KB``."""
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if num_bytes < 1024 or unit == "TB":
+            return f"{num_bytes:.2f} {unit}"
+        num_bytes /= 1024
+    raise AssertionError("unreachable")

@@ -25,7 +25,7 @@ import flax.nnx as nnx
 
 from ..distribute._layout import PATH_METADATA
 from ..errors import LayoutError
-from ..models._introspection import _keras_path, _lookup
+from ..layers._weights import _keras_path, _lookup
 from . import _programs as _sharded
 from . import _step
 

@@ -1,0 +1,178 @@
+"""A model's Keras 3 configuration: what ``config.json`` of a ``.keras`` file holds.
+
+``model_config`` describes a ``Sequential`` or functional model as Keras 3 writes it
+(class names, layer configs, the functional graph's ``inbound_nodes``); ``keras_graph``
+records a functional model's graph when it is defined. :mod:`phalanx.saving` writes it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import KerasFileError
+from ..layers._layer import Layer
+
+# phalanx-only arguments (not Keras's) that a layer's config must not carry.
+_NOT_KERAS = {"self", "input_shape", "axis_name", "dtype", "name", "input_length"}
+
+
+def _tensor(tensor: Any, history: tuple) -> dict:
+    return {
+        "class_name": "__keras_tensor__",
+        "config": {
+            "shape": list(tensor.shape),
+            "dtype": str(tensor.dtype),
+            "keras_history": list(history),
+        },
+    }
+
+
+def keras_graph(nodes: list, inputs: Any, outputs: Any) -> dict:
+    """Keras 3's description of a functional graph: each layer's ``inbound_nodes`` and the
+    ``input_layers``/``output_layers`` (from the symbolic nodes, at construction)."""
+    import jax
+
+    from ..layers._symbolic import is_symbolic
+
+    calls: dict[int, int] = {}
+    history: dict[int, tuple] = {}
+    inbound: dict[str, list] = {}
+    for node in nodes:
+        index = calls.get(id(node.layer), 0)
+        calls[id(node.layer)] = index + 1
+        for i, out in enumerate(node.outputs):
+            history[id(out)] = (node.layer.name, index, i)
+        if not node.inputs:  # an InputLayer
+            continue
+
+        def encode(tree, history=history):
+            return jax.tree.map(
+                lambda t: _tensor(t, history[id(t)]) if is_symbolic(t) else t,
+                tree,
+                is_leaf=is_symbolic,
+            )
+
+        args = [encode(a) for a in node.args]
+        kwargs = {key: encode(value) for key, value in node.kwargs.items() if value is not None}
+        inbound.setdefault(node.layer.name, []).append({"args": args, "kwargs": kwargs})
+
+    def spec(tree):
+        if is_symbolic(tree):
+            return list(history[id(tree)])
+        if isinstance(tree, dict):
+            return {k: spec(v) for k, v in tree.items()}
+        return [spec(v) for v in tree]
+
+    return {"inbound": inbound, "input_layers": spec(inputs), "output_layers": spec(outputs)}
+
+
+def _layer_config(layer: Layer) -> dict:
+    """A Keras 3 ``config`` for a phalanx layer: the Keras arguments it was given."""
+    import inspect
+
+    from ..layers._core import InputLayer
+
+    if isinstance(layer, InputLayer):
+        dtype = "float32" if layer.dtype is None else str(layer.dtype)
+        return {
+            "batch_shape": [None, *layer.declared_input_shape],
+            "dtype": dtype,
+            "name": layer.name,
+        }
+    accepted = set(inspect.signature(type(layer).__init__).parameters) - _NOT_KERAS
+    config: dict = {"name": layer.name, "trainable": layer.trainable, "dtype": "float32"}
+    for key, value in layer.get_config().items():
+        if key not in accepted:
+            continue
+        if key.endswith("_regularizer"):
+            value = _regularizer_config(getattr(layer, key))
+        elif key.endswith("_initializer") and not isinstance(value, str):
+            continue  # a function: Keras's default (the weights come from the file)
+        config[key] = value
+    if type(layer).__name__ == "MultiHeadAttention":
+        config["output_shape"] = layer.output_dim
+    return config
+
+
+def _regularizer_config(regularizer: Any) -> Any:
+    if regularizer is None:
+        return None
+    get_config = getattr(regularizer, "get_config", None)
+    if get_config is None:
+        raise KerasFileError(
+            f"The regularizer {regularizer!r} is a function: Keras files hold named "
+            "regularizers only (L1, L2, L1L2)."
+        )
+    return {
+        "module": "keras.regularizers",
+        "class_name": type(regularizer).__name__,
+        "config": get_config(),
+        "registered_name": None,
+    }
+
+
+def _layer_entry(layer: Layer, inbound: list | None) -> dict:
+    entry = {
+        "module": "keras.layers",
+        "class_name": type(layer).__name__,
+        "config": _layer_config(layer),
+        "registered_name": None,
+        "name": layer.name,
+    }
+    if inbound is not None:
+        entry["inbound_nodes"] = inbound
+    return entry
+
+
+def model_config(model: Any) -> dict:
+    """Keras 3's ``config.json`` of a phalanx ``Sequential`` or functional model.
+
+    Raises:
+      KerasFileError: a subclassed model or a wrapped nnx module (its class is code).
+    """
+    from ..models._functional import Functional
+    from ..models._sequential import Sequential
+
+    module = model._module
+    if isinstance(model, Sequential):
+        net = module
+        first = {
+            "module": "keras.layers",
+            "class_name": "InputLayer",
+            "config": {
+                "batch_shape": [None, *net.input_shape],
+                "dtype": "float32",
+                "name": "input_layer",
+            },
+            "registered_name": None,
+        }
+        layers = [first] + [_layer_entry(layer, None) for layer in net.layers]
+        return {
+            "module": "keras",
+            "class_name": "Sequential",
+            "config": {"name": model.name, "trainable": True, "layers": layers},
+            "registered_name": None,
+        }
+    if isinstance(module, Functional):
+        graph = module._graph.keras
+        layers = [
+            _layer_entry(layer, graph["inbound"].get(layer.name, [])) for layer in module.layers
+        ]
+        config = {
+            "name": model.name,
+            "trainable": True,
+            "layers": layers,
+            "input_layers": graph["input_layers"],
+            "output_layers": graph["output_layers"],
+        }
+        return {
+            "module": "keras.src.models.functional",
+            "class_name": "Functional",
+            "config": config,
+            "registered_name": "Functional",
+        }
+    raise KerasFileError(
+        f"Model {model.name!r} is a {type(model).__name__} over {type(module).__name__}: a "
+        ".keras file describes Sequential and functional models (a subclassed model's class "
+        "is code). Save its weights with save_weights('m.weights.h5') instead."
+    )

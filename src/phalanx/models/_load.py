@@ -1,0 +1,250 @@
+"""``load_model``: a Keras 3 ``.keras`` file rebuilt with phalanx's own layers.
+
+The zip's ``config.json`` describes a ``Sequential`` or functional model: each layer is
+made from its class name and config (only phalanx's layers; Keras arguments phalanx does
+not take are refused by name), the functional graph is replayed from the layers'
+``inbound_nodes``, then ``model.weights.h5`` is loaded (:mod:`phalanx.saving`). No code
+from a file is run, as Keras's ``safe_mode``: a ``Lambda`` layer or a custom class is
+refused with a clear error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from typing import Any
+
+from .. import layers as _layers
+from ..errors import KerasFileError
+from ..layers._layer import Layer
+from ..saving import _compile_config as _keras_compile
+from ..saving import _keras_model as _keras_files
+
+# Keras arguments phalanx accepts without implementing: they do not change what is computed
+# from loaded weights (initializers, the dtype policy) or only take their default values.
+_IGNORED = {
+    "dtype",
+    "trainable",
+    "build_config",
+    "seed",
+    "sparse",
+    "ragged",
+    "optional",
+    # MultiHeadAttention records the shapes it was built for: informative only.
+    "query_shape",
+    "key_shape",
+    "value_shape",
+}
+
+
+_IGNORED_IF_DEFAULT = {
+    "kernel_constraint": None,
+    "bias_constraint": None,
+    "embeddings_constraint": None,
+    "beta_constraint": None,
+    "gamma_constraint": None,
+    "quantization_config": None,
+    "lora_rank": None,
+    "lora_alpha": None,
+    "activity_regularizer": None,
+    "kernel_regularizer": None,
+    "bias_regularizer": None,
+    "embeddings_regularizer": None,
+    "beta_regularizer": None,
+    "gamma_regularizer": None,
+    "mask_zero": False,
+    "rms_scaling": False,
+    "flash_attention": None,
+    "use_gate": False,
+    "sliding_window": None,
+    "renorm": False,
+    "renorm_clipping": None,
+    "renorm_momentum": 0.99,
+    "data_format": "channels_last",
+}
+
+
+def _argument(layer_class: str, name: str, key: str, value: Any) -> Any:
+    """The value to pass for a Keras config entry; raises on code or unsupported forms."""
+    if isinstance(value, dict) and value.get("class_name") in ("__lambda__", "function"):
+        raise KerasFileError(
+            f"Layer '{name}' ({layer_class}) gives {key} as a function stored in the file; "
+            "phalanx never runs code from a file (Keras's safe_mode). Use a named "
+            "activation, or build the model in Python."
+        )
+    if key == "axis" and isinstance(value, list) and len(value) == 1:
+        return value[0]  # LayerNormalization records axis=[-1]
+    if isinstance(value, list):
+        return tuple(_argument(layer_class, name, key, v) for v in value)
+    return value
+
+
+def _make_layer(entry: dict) -> Any:
+    """A phalanx layer from one Keras layer config entry (``Input`` for an ``InputLayer``)."""
+    import inspect
+
+    from ..layers._core import Input
+
+    layer_class = entry.get("class_name")
+    config = dict(entry.get("config") or {})
+    name = config.get("name", entry.get("name"))
+    if layer_class == "InputLayer":
+        shape = config.get("batch_shape") or config.get("batch_input_shape")
+        return Input(batch_shape=shape, dtype=config.get("dtype"), name=name)
+    if layer_class == "Lambda":
+        raise KerasFileError(
+            f"Layer '{name}' is a Lambda layer: it runs Python code stored in the file, and "
+            "phalanx never runs code from a file (Keras's safe_mode). Rebuild the model in "
+            "Python with a layer of your own, then load_weights the .weights.h5."
+        )
+    cls = getattr(_layers, str(layer_class), None)
+    if entry.get("registered_name") not in (None, layer_class) or not (
+        isinstance(cls, type) and issubclass(cls, Layer)
+    ):
+        raise KerasFileError(
+            f"Layer '{name}' is a {layer_class!r} ({entry.get('registered_name')}), which "
+            "phalanx does not have; phalanx makes only its own layers from a file, and runs no "
+            f"code from it. Its layers: {sorted(_layers.__all__)}."
+        )
+    accepted = inspect.signature(cls.__init__).parameters
+    kwargs = {}
+    for key, value in config.items():
+        if key.endswith("_initializer"):
+            continue  # the weights come from the file
+        ignored = key in _IGNORED or key == "name"
+        ignored = ignored or (key in _IGNORED_IF_DEFAULT and value == _IGNORED_IF_DEFAULT[key])
+        if key in accepted and key not in ("dtype", "input_shape"):
+            kwargs[key] = _argument(layer_class, name, key, value)
+        elif not ignored:
+            raise KerasFileError(
+                f"Layer '{name}' ({layer_class}) has {key}={value!r}, which phalanx's "
+                f"{layer_class} does not implement; rather than compute something else, "
+                "phalanx refuses the file."
+            )
+    layer = cls(**kwargs)
+    layer.trainable = bool(config.get("trainable", True))
+    return layer
+
+
+def _history(value: Any) -> tuple | None:
+    if isinstance(value, dict) and value.get("class_name") == "__keras_tensor__":
+        return tuple(value["config"]["keras_history"])
+    return None
+
+
+def _resolve(value: Any, tensors: dict) -> Any:
+    """A config's call argument with each ``__keras_tensor__`` replaced by its tensor."""
+    history = _history(value)
+    if history is not None:
+        layer, node, index = history
+        return tensors[(layer, node)][index]
+    if isinstance(value, list):
+        return [_resolve(v, tensors) for v in value]
+    if isinstance(value, dict):
+        return {k: _resolve(v, tensors) for k, v in value.items()}
+    return value
+
+
+def _functional(config: dict, name: str) -> Any:
+    from ..models._model import Model
+
+    tensors: dict[tuple, list] = {}
+    calls: dict[str, int] = {}
+    for entry in config["layers"]:
+        layer_name = entry.get("name") or entry["config"]["name"]
+        made = _make_layer(entry)
+        if entry.get("class_name") == "InputLayer":
+            tensors[(layer_name, 0)] = [made]
+            continue
+        for node in entry.get("inbound_nodes", []):
+            if not isinstance(node, dict):
+                raise KerasFileError(
+                    f"Layer '{layer_name}' has inbound nodes in Keras 2's format; phalanx reads "
+                    "Keras 3 .keras files."
+                )
+            args = _resolve(node.get("args", []), tensors)
+            kwargs = {k: v for k, v in _resolve(node.get("kwargs", {}), tensors).items()}
+            kwargs = {k: v for k, v in kwargs.items() if v is not None and k != "mask"}
+            out = made(*args, **kwargs)
+            index = calls.get(layer_name, 0)
+            calls[layer_name] = index + 1
+            tensors[(layer_name, index)] = out if isinstance(out, list) else [out]
+
+    def pick(spec):
+        if isinstance(spec, dict):
+            return {k: pick(v) for k, v in spec.items()}
+        if spec and isinstance(spec[0], list):
+            return [pick(s) for s in spec]
+        layer, node, index = spec
+        return tensors[(layer, node)][index]
+
+    return Model(pick(config["input_layers"]), pick(config["output_layers"]), name=name)
+
+
+def _sequential(config: dict, name: str) -> Any:
+    from ..models._sequential import Sequential
+
+    return Sequential([_make_layer(entry) for entry in config["layers"]], name=name)
+
+
+def load_model(
+    path: Any, custom_objects: Any = None, compile: bool = True, safe_mode: bool = True
+) -> Any:
+    """Reads a Keras 3 ``.keras`` file into a phalanx model, running no code from it.
+
+    Args:
+      path: the ``.keras`` file (a zip of ``config.json`` and ``model.weights.h5``).
+      custom_objects: Keras's argument; phalanx runs no code from a file, so it
+        must be None or empty.
+      compile: compile the model with the file's ``compile_config`` (its optimizer,
+        loss, metrics), as Keras; the optimizer's state is not read (it starts
+        afresh). A configuration phalanx cannot rebuild warns and loads the
+        model uncompiled.
+      safe_mode: Keras's argument; phalanx is always safe (no ``Lambda`` code).
+
+    Returns:
+      A ``phalanx.Sequential`` or functional ``phalanx.Model`` with the file's
+      weights, compiled when ``compile`` and the file says how.
+
+    Raises:
+      FileNotFoundError: no such file.
+      KerasFileError: not a ``.keras`` file, a layer phalanx does not have (a
+        ``Lambda``, a custom class), or a Keras argument phalanx does not implement.
+    """
+    path = os.fspath(path)
+    if custom_objects:
+        raise KerasFileError(
+            f"load_model({path!r}, custom_objects=...): phalanx runs no code from a file and "
+            "has no custom objects; build the model in Python and load_weights its weights."
+        )
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"No model file at {path!r}.")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            config = json.loads(archive.read("config.json"))
+            weights = archive.read("model.weights.h5")
+    except (zipfile.BadZipFile, KeyError, json.JSONDecodeError) as e:
+        raise KerasFileError(
+            f"{path!r} is not a Keras 3 .keras file (a zip with config.json and "
+            f"model.weights.h5): {e}."
+        ) from None
+    kind = config.get("class_name")
+    inner = config.get("config", {})
+    name = inner.get("name")
+    if kind == "Sequential":
+        model = _sequential(inner, name)
+    elif kind in ("Functional", "Model") and "layers" in inner:
+        model = _functional(inner, name)
+    else:
+        raise KerasFileError(
+            f"{path!r} holds a {kind!r} model; phalanx reads Sequential and functional "
+            "models (a subclassed model's class is code: rebuild it in Python, then "
+            "load_weights its .weights.h5)."
+        )
+    if not model.built:
+        raise KerasFileError(f"{path!r}: the Sequential model has no Input; cannot build it.")
+    _keras_files.load_h5(model, weights, f"{path}:model.weights.h5")
+    if compile and config.get("compile_config"):
+        _keras_compile.compile_from_config(model, config["compile_config"], path)
+    return model
