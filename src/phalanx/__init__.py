@@ -14,9 +14,12 @@ from . import datasets as datasets
 from . import distribute as distribute
 from . import errors as errors
 from . import layers as layers
-from . import losses, metrics, optimizers, regularizers
+from . import losses as losses
+from . import metrics as metrics
 from . import mixed_precision as mixed_precision
 from . import models as models
+from . import optimizers as optimizers
+from . import regularizers as regularizers
 from . import utils as utils
 from .distribute import InputContext as InputContext
 from .distribute import InputOptions as InputOptions
@@ -37,9 +40,9 @@ from .distribute import get_strategy as get_strategy
 from .distribute import has_strategy as has_strategy
 from .distribute import in_cross_replica_context as in_cross_replica_context
 from .distribute import scale_regularization_loss as scale_regularization_loss
-from .train import Input as Input
-from .train import Model as Model
-from .train import Sequential as Sequential
+from .layers import Input as Input
+from .models import Model as Model
+from .models import Sequential as Sequential
 
 __version__ = "0.1.0"
 
