@@ -12,7 +12,7 @@ from phalanx.errors import ComponentLengthError, GeneratorSignatureError, Struct
 
 def test_from_tensor_slices_dtypes_follow_tensorflow():
     assert Dataset.from_tensor_slices([1.0, 2.0]).element_spec == TensorSpec((), np.float32)
-    assert Dataset.from_tensor_slices([1, 2]).element_spec == TensorSpec((), np.int64)
+    assert Dataset.from_tensor_slices([1, 2]).element_spec == TensorSpec((), np.int32)
     assert Dataset.from_tensor_slices(np.arange(3, dtype=np.int32)).element_spec == TensorSpec(
         (), np.int32
     )
@@ -26,8 +26,8 @@ def test_from_tensor_slices_nested():
     ds = Dataset.from_tensor_slices({"a": [1, 2], "b": ([3, 4], [[5, 6], [7, 8]])})
     assert elements(ds) == [{"a": 1, "b": (3, [5, 6])}, {"a": 2, "b": (4, [7, 8])}]
     assert ds.element_spec == {
-        "a": TensorSpec((), np.int64),
-        "b": (TensorSpec((), np.int64), TensorSpec((2,), np.int64)),
+        "a": TensorSpec((), np.int32),
+        "b": (TensorSpec((), np.int32), TensorSpec((2,), np.int32)),
     }
 
 

@@ -524,9 +524,18 @@ class Dataset:
                 "reduce over an infinite dataset never ends: take(n) first, e.g. "
                 "ds.take(100).reduce(0, fn)."
             )
-        state = initial_state
+        state = st.normalize(initial_state)
+        want = _state_signature(state)
         for element in self:
-            state = reduce_func(state, element)
+            state = st.normalize(reduce_func(state, element))
+            got = _state_signature(state)
+            if got != want:
+                raise DatasetTypeError(
+                    f"reduce: reduce_func returned a state of {got}, but the state started as "
+                    f"{want} (initial_state converted as TensorFlow converts it: a Python int is "
+                    "int32). The state must keep its structure and dtypes, as in tf.data: give "
+                    "initial_state the dtype the function returns, e.g. np.int64(0)."
+                )
         return state
 
     def get_single_element(self) -> Any:
@@ -682,3 +691,9 @@ def check_bool(name: str, value: Any, method: str) -> bool:
 
 
 __all__ = ["AUTOTUNE", "Dataset"]
+
+
+def _state_signature(state: Any) -> str:
+    """The structure and leaf dtypes of a ``reduce`` state, as a readable string."""
+    leaves = ", ".join(np.asarray(v).dtype.name for v in st.flatten(state))
+    return f"{st.describe(st.treedef(state))} of dtypes ({leaves})"

@@ -115,7 +115,8 @@ def to_array(x: Any) -> Any:
     """Convert a leaf as ``tf.convert_to_tensor`` would, but to numpy.
 
     numpy arrays and scalars keep their dtype; Python floats become float32,
-    Python ints int64 and Python strings UTF-8 bytes, as TensorFlow does.
+    Python ints int32 (int64 when a value does not fit in int32), Python bools
+    bool and Python strings UTF-8 bytes, as TensorFlow does.
     Strings become ``object`` arrays of exact ``bytes``: numpy's fixed-width
     ``'S'`` dtype drops trailing zero bytes, which corrupts serialized records
     (a ``tf.string`` keeps every byte).
@@ -133,8 +134,8 @@ def to_array(x: Any) -> Any:
         ) from None
     if a.dtype == np.float64:
         return a.astype(np.float32)
-    if a.dtype.kind == "i" and a.dtype != np.int64:
-        return a.astype(np.int64)
+    if a.dtype.kind == "i":  # Python ints: int32 when every value fits, as tf.constant
+        return a.astype(np.int32) if _fits_int32(a) else a.astype(np.int64)
     if a.dtype.kind in "SU":
         return _exact_bytes(np.array(x, dtype=object))
     if a.dtype == object:
@@ -143,6 +144,10 @@ def to_array(x: Any) -> Any:
             f"from {type(x).__name__} {x!r:.80}. Convert it with numpy first."
         )
     return a
+
+
+def _fits_int32(a: np.ndarray) -> bool:
+    return a.size == 0 or (int(a.min()) >= -(2**31) and int(a.max()) < 2**31)
 
 
 _to_bytes = np.frompyfunc(lambda v: v.encode("utf-8") if isinstance(v, str) else bytes(v), 1, 1)
