@@ -388,7 +388,15 @@ class TFRecordWriter:
 
 
 class _InflatingSource:
-    """A readable over a GZIP or ZLIB stream: ``read(n)`` returns n bytes unless at the end."""
+    """A readable over a GZIP or ZLIB stream: ``read(n)`` returns n bytes unless at the end.
+
+    As TensorFlow's reader: a GZIP file may hold several members, read one after
+    another; a ZLIB file is one stream, and bytes after its end are ignored.
+    When the compressed bytes turn corrupt (trailing garbage, a damaged block),
+    everything that decompressed before the damage is returned first, and the
+    ``DataLossError`` comes with the read after it, so every intact record is
+    yielded before the error (TF yields them too).
+    """
 
     def __init__(self, raw: BinaryIO, kind: str, path: str, chunk: int):
         self._raw = raw
@@ -399,51 +407,100 @@ class _InflatingSource:
         self._inflater = zlib.decompressobj(self._wbits)
         self._pending = b""  # compressed input not yet fed
         self._fed_any = False
+        self._members = 0  # complete GZIP members (or ZLIB streams) read
+        self._member_out = 0  # bytes the current member gave so far
+        self._extra = b""  # decompressed bytes kept for the next read
+        self._error: DataLossError | None = None  # raised once what came before is read
+        self._done = False
         self.ended_cleanly = True
 
     def read(self, n: int) -> bytes:
         parts = []
         got = 0
+        if self._extra:
+            parts.append(self._extra[:n])
+            self._extra = self._extra[n:]
+            got = len(parts[0])
         while got < n:
+            if self._error is not None:
+                if parts:
+                    break  # the intact bytes first; the error with the next read
+                error, self._error = self._error, None
+                raise error
+            if self._done:
+                break
             d = self._inflater
             if d.unconsumed_tail:
                 feed, self._pending = d.unconsumed_tail, b""
             elif self._pending:
                 feed, self._pending = self._pending, b""
             elif d.eof:
+                if self._kind == "ZLIB":  # one stream, as TF: what follows is ignored
+                    self._done = True
+                    break
                 if d.unused_data:  # another gzip member follows
                     self._pending = d.unused_data
-                    self._inflater = zlib.decompressobj(self._wbits)
+                    self._new_member()
                     continue
                 more = self._raw.read(self._chunk)
                 if not more:
                     break
                 self._pending = more
-                self._inflater = zlib.decompressobj(self._wbits)
+                self._new_member()
                 continue
             else:
                 feed = self._raw.read(self._chunk)
                 if not feed:
-                    # An empty file holds no records; otherwise the stream stops
-                    # before its end marker.
-                    self.ended_cleanly = not self._fed_any
+                    # An empty file holds no records, and TF ends without an error
+                    # on a trailing member that gave no bytes; otherwise the stream
+                    # stops before its end marker.
+                    self.ended_cleanly = not self._fed_any or (
+                        self._members > 0 and self._member_out == 0
+                    )
                     break
                 self._fed_any = True
+            before = d.copy()
             try:
                 out = d.decompress(feed, n - got)
             except zlib.error as e:
-                raise DataLossError(
+                out = _salvage(before, feed)
+                self._error = DataLossError(
                     f"{self._path}: the {self._kind} stream is corrupted after "
-                    f"{self._raw.tell()} compressed bytes ({e}). Was the file written with "
-                    f"compression_type={self._kind!r}? Re-create the file."
-                ) from None
+                    f"{self._raw.tell()} compressed bytes ({e}); every record before the damage "
+                    f"was read. Was the file written with compression_type={self._kind!r}? "
+                    "Re-create the file."
+                )
+                self._done = True
+                out, self._extra = out[: n - got], out[n - got :] + self._extra
+            if d.eof and not self._error:
+                self._members += 1
             if out:
                 parts.append(out)
                 got += len(out)
+                self._member_out += len(out)
         return b"".join(parts)
+
+    def _new_member(self) -> None:
+        self._inflater = zlib.decompressobj(self._wbits)
+        self._member_out = 0
 
     def close(self) -> None:
         self._raw.close()
+
+
+def _salvage(inflater: Any, feed: bytes) -> bytes:
+    """What ``inflater`` gives from the longest prefix of ``feed`` that decompresses without
+    an error (a binary search over copies: only on the error path)."""
+    lo, hi = 0, len(feed)  # feed[:lo] decompresses; feed[:hi + 1] does not
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        try:
+            inflater.copy().decompress(feed[:mid])
+        except zlib.error:
+            hi = mid - 1
+        else:
+            lo = mid
+    return inflater.decompress(feed[:lo])
 
 
 def guess_compression(path: str) -> str | None:
