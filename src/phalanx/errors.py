@@ -236,6 +236,11 @@ class StructureMismatchError(PhalanxError, TypeError):
     """Elements of one dataset have different nestings (a ``map`` output changed, ``zip`` or ``concatenate`` of unlike datasets)."""
 
 
+class DatasetFunctionError(PhalanxError, ValueError):
+    """A function given to a ``Dataset`` transformation raised ``StopIteration`` (tf.data:
+    ``InvalidArgumentError``); it would otherwise end the dataset silently."""
+
+
 class GeneratorSignatureError(PhalanxError, TypeError):
     """An element yielded by ``from_generator``'s generator does not match ``output_signature``."""
 

@@ -499,6 +499,33 @@ class Dataset:
         drop = check_bool("drop_remainder", drop_remainder, "window")
         return WindowDataset(self, size, shift, stride, drop)
 
+    def ignore_errors(self, log_warning: bool = False) -> Dataset:
+        """Drops the elements whose computation raised an error (``tf.data``'s ``ignore_errors``).
+
+        An error in an upstream function (``map``, ``filter`` ...) or source is
+        swallowed and the next element is read; ``StopIteration`` still ends the
+        dataset. With ``log_warning`` each dropped element's error is logged.
+
+        Example:
+          >>> import numpy as np
+          >>> def inv(x):
+          ...     if x == 0:
+          ...         raise ZeroDivisionError("x is 0")
+          ...     return np.float32(1) / x
+          >>> ds = Dataset.from_tensor_slices([1.0, 2.0, 0.0, 4.0]).map(inv)
+          >>> [float(x) for x in ds.ignore_errors()]
+          [1.0, 0.5, 0.25]
+        """
+        from ._ignore_errors import IgnoreErrorsDataset
+
+        if not isinstance(log_warning, bool | np.bool_):
+            raise DatasetTypeError(
+                f"ignore_errors: log_warning must be True or False, got "
+                f"{type(log_warning).__name__} {log_warning!r:.40}. Pass log_warning=True to log "
+                "each dropped element's error."
+            )
+        return IgnoreErrorsDataset(self, bool(log_warning))
+
     def unique(self) -> Dataset:
         """Each distinct element once, at its first occurrence (tf.data's ``unique``).
 

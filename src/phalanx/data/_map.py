@@ -197,9 +197,8 @@ class _ParallelMapIterator(DatasetIterator):
         for x in xs:
             try:
                 out.append((True, self.mapper(x)))
-            except Exception as e:
+            except Exception as e:  # raised at its position; the elements after it follow
                 out.append((False, e))
-                break
         return out
 
     def _fill(self) -> None:
@@ -244,10 +243,7 @@ class _ParallelMapIterator(DatasetIterator):
             )
         self.state = state
         if not ok:
-            self.current.clear()
-            self.pending.clear()
-            self.ended = True
-            raise value
+            raise value  # the next call returns the next element, as tf.data
         return value
 
     def children(self):

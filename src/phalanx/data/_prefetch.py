@@ -81,6 +81,10 @@ def _produce(child: DatasetIterator, q: queue.Queue, stop: threading.Event) -> N
             except StopIteration:
                 _put(q, stop, (_END, None, _safe_state(child)))
                 return
+            except Exception as e:  # raised at its position; the reading goes on, as tf.data
+                if not _put(q, stop, (_ERROR, e, _safe_state(child))):
+                    return
+                continue
             if not _put(q, stop, (_OK, x, _safe_state(child))):
                 return
     except BaseException as e:  # re-raised in the consumer
@@ -171,7 +175,10 @@ class _PrefetchIterator(DatasetIterator):
                         "prefetch: the producer thread ended without a result"
                     ) from None
         if kind == _ERROR:
-            self.done = True
+            if state is None:  # the producer itself failed: nothing follows
+                self.done = True
+            else:  # an element's error: the next call reads on, as tf.data
+                self.state = state
             raise x
         self.state = state
         if kind == _END:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ComponentLengthError, StructureMismatchError
+from ..errors import ComponentLengthError, DatasetFunctionError, StructureMismatchError
 
 LEAF = None  # the tree definition of a single leaf
 
@@ -262,7 +262,24 @@ def spec_of(element: Any) -> Any:
 
 
 def call_unpacked(fn: Callable[..., Any], element: Any) -> Any:
-    """Call ``fn`` as tf.data does: a tuple element is unpacked into positional arguments."""
+    """Call ``fn`` as tf.data does: a tuple element is unpacked into positional arguments.
+
+    Raises:
+      DatasetFunctionError: ``fn`` raised ``StopIteration``, which would end the
+        dataset silently (tf.data raises ``InvalidArgumentError``).
+    """
+    try:
+        return _call_unpacked(fn, element)
+    except StopIteration as e:
+        name = getattr(fn, "__name__", type(fn).__name__)
+        raise DatasetFunctionError(
+            f"The dataset function {name} raised StopIteration ({e!r}); tf.data raises an "
+            "error there too rather than end the dataset. Return a value for every element, "
+            "or end the input with take/take_while/filter."
+        ) from e
+
+
+def _call_unpacked(fn: Callable[..., Any], element: Any) -> Any:
     if isinstance(element, tuple) and not _is_namedtuple(element):
         try:
             return fn(*element)

@@ -258,6 +258,15 @@ class TFRecordWriter:
                 writer.write(record.item() if isinstance(record, np.ndarray) else bytes(record))
 
 
+def ignore_errors(log_warning: bool = False) -> Any:
+    """``tf.data.experimental.ignore_errors()``: ``ds.apply`` of it is ``ds.ignore_errors(...)``.
+
+    Returns:
+      A function ``Dataset -> Dataset``.
+    """
+    return _transformation("ignore_errors", lambda ds: ds.ignore_errors(log_warning))
+
+
 def unique() -> Any:
     """``tf.data.experimental.unique()``: the transformation ``ds.apply`` takes for ``ds.unique()``.
 
@@ -301,6 +310,7 @@ __all__ = [
     "enumerate_dataset",
     "get_single_element",
     "group_by_window",
+    "ignore_errors",
     "map_and_batch",
     "parallel_interleave",
     "sample_from_datasets",
