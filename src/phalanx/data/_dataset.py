@@ -677,11 +677,16 @@ def check_positive(name: str, value: Any, method: str) -> int:
 
 def check_int(name: str, value: Any, method: str) -> int:
     """``value`` as an int (numpy ints too; not a bool, float or str), or a ``DatasetTypeError``."""
+    if (
+        isinstance(value, st.np.ndarray)
+        and value.shape == ()
+        and value.dtype.kind in "iu"  # a 0-d integer array, which tf.data takes too
+    ):
+        return int(value)
     if isinstance(value, bool) or not isinstance(value, int | st.np.integer):
         raise DatasetTypeError(
-            f"{method}: {name} must be an int, got {value!r} of type {type(value).__name__} "
-            "(tf.data refuses it too). Convert it on purpose, e.g. "
-            f"{method}(int(...))."
+            f"{method}: {name} must be an int (or a 0-d integer array), got {value!r:.60} of "
+            f"type {type(value).__name__}. Convert it on purpose, e.g. {method}(int(...))."
         )
     return int(value)
 

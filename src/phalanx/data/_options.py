@@ -6,6 +6,8 @@ import copy
 import enum
 from typing import Any
 
+import numpy as np
+
 AUTOTUNE = -1
 """Let the pipeline choose a parallelism or buffer size, as ``tf.data.AUTOTUNE``."""
 
@@ -113,11 +115,25 @@ class Options:
     """
 
     def __init__(self) -> None:
-        self.deterministic: bool | None = None
+        self._deterministic: bool | None = None
         self.experimental_distribute = DistributeOptions()
         self.threading = ThreadingOptions()
         self.experimental_optimization = OptimizationOptions()
         self.autotune = AutotuneOptions()
+
+    @property
+    def deterministic(self) -> bool | None:
+        """Whether elements keep their order (None: the default, True)."""
+        return self._deterministic
+
+    @deterministic.setter
+    def deterministic(self, value: bool | None) -> None:
+        if value is not None and not isinstance(value, bool | np.bool_):
+            raise TypeError(
+                f'Property "deterministic" must be of type bool (or None), got '
+                f"{type(value).__name__} {value!r:.40}, as tf.data.Options."
+            )
+        self._deterministic = None if value is None else bool(value)
 
     @property
     def experimental_threading(self) -> ThreadingOptions:

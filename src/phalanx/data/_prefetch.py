@@ -38,16 +38,20 @@ class PrefetchDataset(Dataset):
     _input_attrs = ("_input",)
 
     def __init__(self, input_dataset: Dataset, buffer_size: int):
-        if buffer_size == AUTOTUNE:
+        if buffer_size is None or (
+            buffer_size == AUTOTUNE and not isinstance(buffer_size, bool)
+        ):  # None is AUTOTUNE in tf.data too
             buffer_size = 2
-        if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size <= 0:
+        if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size < 0:
             raise DatasetArgumentError(
-                f"prefetch: buffer_size must be a positive int or AUTOTUNE (-1), got {buffer_size!r}. "
-                "Use prefetch(AUTOTUNE) or prefetch(2)."
+                f"prefetch: buffer_size must be an int >= 0, AUTOTUNE (-1) or None, got "
+                f"{buffer_size!r}. Use prefetch(AUTOTUNE) or prefetch(2)."
             )
         self._input, self._size = input_dataset, int(buffer_size)
 
     def _iterator(self, ctx):
+        if self._size == 0:  # tf.data: prefetch(0) reads nothing ahead
+            return self._input._iterator(ctx)
         return _PrefetchIterator(self._input._iterator(ctx), self._size)
 
     def _cardinality(self) -> int:

@@ -37,6 +37,12 @@ class TensorSlicesDataset(Dataset):
         element = st.normalize(tensors)
         self._tdef = st.treedef(element)
         leaves = st.flatten(element)
+        if not leaves:  # tf.data refuses an element without components too
+            method = "from_tensor_slices" if type(self) is TensorSlicesDataset else "from_tensors"
+            raise DatasetArgumentError(
+                f"{method}: the element {tensors!r:.60} has no components (tf.data refuses it "
+                "too). Give at least one array."
+            )
         for leaf in leaves:
             if leaf.ndim == 0:
                 raise ComponentLengthError(
