@@ -22,30 +22,95 @@ from ._losses import huber as huber
 from ._losses import mean_absolute_error as mean_absolute_error
 from ._losses import mean_squared_error as mean_squared_error
 from ._losses import sparse_categorical_crossentropy as sparse_categorical_crossentropy
+from ._more import CTC as CTC
+from ._more import BinaryFocalCrossentropy as BinaryFocalCrossentropy
+from ._more import CategoricalFocalCrossentropy as CategoricalFocalCrossentropy
+from ._more import CategoricalHinge as CategoricalHinge
+from ._more import CosineSimilarity as CosineSimilarity
+from ._more import Dice as Dice
+from ._more import Hinge as Hinge
+from ._more import KLDivergence as KLDivergence
+from ._more import LogCosh as LogCosh
+from ._more import MeanAbsolutePercentageError as MeanAbsolutePercentageError
+from ._more import MeanSquaredLogarithmicError as MeanSquaredLogarithmicError
+from ._more import Poisson as Poisson
+from ._more import SquaredHinge as SquaredHinge
+from ._more import Tversky as Tversky
+from ._more import binary_focal_crossentropy as binary_focal_crossentropy
+from ._more import categorical_focal_crossentropy as categorical_focal_crossentropy
+from ._more import categorical_hinge as categorical_hinge
+from ._more import cosine_similarity as cosine_similarity
+from ._more import ctc as ctc
+from ._more import dice as dice
+from ._more import hinge as hinge
+from ._more import kl_divergence as kl_divergence
+from ._more import log_cosh as log_cosh
+from ._more import mean_absolute_percentage_error as mean_absolute_percentage_error
+from ._more import mean_squared_logarithmic_error as mean_squared_logarithmic_error
+from ._more import poisson as poisson
+from ._more import squared_hinge as squared_hinge
+from ._more import tversky as tversky
 
 mse = MSE = mean_squared_error
 mae = MAE = mean_absolute_error
+mape = MAPE = mean_absolute_percentage_error
+msle = MSLE = mean_squared_logarithmic_error
+kld = KLD = kl_divergence
 
 __all__ = [
-    "MAE",
-    "MSE",
     "BinaryCrossentropy",
+    "BinaryFocalCrossentropy",
+    "CTC",
     "CategoricalCrossentropy",
+    "CategoricalFocalCrossentropy",
+    "CategoricalHinge",
+    "CosineSimilarity",
+    "Dice",
+    "Hinge",
     "Huber",
+    "KLD",
+    "KLDivergence",
+    "LogCosh",
     "Logits",
     "Loss",
     "LossFunctionWrapper",
+    "MAE",
+    "MAPE",
+    "MSE",
+    "MSLE",
     "MeanAbsoluteError",
+    "MeanAbsolutePercentageError",
     "MeanSquaredError",
+    "MeanSquaredLogarithmicError",
+    "Poisson",
     "Reduction",
     "SparseCategoricalCrossentropy",
+    "SquaredHinge",
+    "Tversky",
     "binary_crossentropy",
+    "binary_focal_crossentropy",
     "categorical_crossentropy",
+    "categorical_focal_crossentropy",
+    "categorical_hinge",
+    "cosine_similarity",
+    "ctc",
+    "dice",
     "get",
+    "hinge",
     "huber",
+    "kl_divergence",
+    "kld",
+    "log_cosh",
     "mae",
+    "mape",
     "mean_absolute_error",
+    "mean_absolute_percentage_error",
     "mean_squared_error",
+    "mean_squared_logarithmic_error",
     "mse",
+    "msle",
+    "poisson",
     "sparse_categorical_crossentropy",
+    "squared_hinge",
+    "tversky",
 ]

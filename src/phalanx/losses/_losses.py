@@ -563,6 +563,25 @@ _FUNCTIONS = {
 }
 
 
+def _registry() -> tuple[dict[str, type[Loss]], dict[Any, type[Loss]]]:
+    """Every loss by Keras name and by function (the classes of ``_more`` included)."""
+    from . import _more
+
+    classes = dict(_CLASSES)
+    functions = dict(_FUNCTIONS)
+    for cls in _more.CLASSES:
+        classes[cls.fn.__name__] = cls
+        functions[cls.fn] = cls
+    classes.update(
+        {
+            "mape": _more.MeanAbsolutePercentageError,
+            "msle": _more.MeanSquaredLogarithmicError,
+            "kld": _more.KLDivergence,
+        }
+    )
+    return classes, functions
+
+
 def get(identifier: Any) -> Loss | None:
     """Returns a :class:`Loss` for a Keras name, a class, an instance or a callable.
 
@@ -590,22 +609,23 @@ def get(identifier: Any) -> Loss | None:
         return identifier
     if isinstance(identifier, type) and issubclass(identifier, Loss):
         return identifier()
+    known, functions = _registry()
     if isinstance(identifier, str):
-        by_class = {cls.__name__.lower(): cls for cls in _CLASSES.values()}
-        cls = _CLASSES.get(identifier) or by_class.get(identifier.lower())
+        by_class = {cls.__name__.lower(): cls for cls in known.values()}
+        cls = known.get(identifier) or by_class.get(identifier.lower())
         if cls is None:
             raise UnknownNameError.of(
                 "loss",
                 identifier,
-                [*_CLASSES, *(cls.__name__ for cls in _FUNCTIONS.values())],
+                [*known, *(cls.__name__ for cls in functions.values())],
                 hint="Or give a phalanx.losses object, or any function (y_true, y_pred) -> "
                 "per-example losses.",
             )
-        if identifier in _CLASSES:  # a function's name: Keras returns the function (per example)
+        if identifier in known:  # a function's name: Keras returns the function (per example)
             return cls(name=identifier, reduction="none")
         return cls()
-    if identifier in _FUNCTIONS:
-        return _FUNCTIONS[identifier](name=identifier.__name__, reduction="none")
+    if identifier in functions:
+        return functions[identifier](name=identifier.__name__, reduction="none")
     if callable(identifier):
         return LossFunctionWrapper(identifier, reduction="none")
     raise CompileArgumentError(
