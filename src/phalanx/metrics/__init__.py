@@ -31,6 +31,20 @@ from ._metric import Mean as Mean
 from ._metric import MeanMetricWrapper as MeanMetricWrapper
 from ._metric import Metric as Metric
 from ._metric import merge_states as merge_states
+from ._more import BinaryCrossentropy as BinaryCrossentropy
+from ._more import CategoricalCrossentropy as CategoricalCrossentropy
+from ._more import CategoricalHinge as CategoricalHinge
+from ._more import CosineSimilarity as CosineSimilarity
+from ._more import Hinge as Hinge
+from ._more import KLDivergence as KLDivergence
+from ._more import LogCoshError as LogCoshError
+from ._more import MeanAbsolutePercentageError as MeanAbsolutePercentageError
+from ._more import MeanSquaredLogarithmicError as MeanSquaredLogarithmicError
+from ._more import Poisson as Poisson
+from ._more import RootMeanSquaredError as RootMeanSquaredError
+from ._more import SparseCategoricalCrossentropy as SparseCategoricalCrossentropy
+from ._more import SquaredHinge as SquaredHinge
+from ._more import Sum as Sum
 from ._registry import get as get
 
 mse = mean_squared_error
@@ -40,16 +54,30 @@ __all__ = [
     "AUC",
     "Accuracy",
     "BinaryAccuracy",
+    "BinaryCrossentropy",
     "CategoricalAccuracy",
+    "CategoricalCrossentropy",
+    "CategoricalHinge",
+    "CosineSimilarity",
+    "Hinge",
+    "KLDivergence",
+    "LogCoshError",
     "Mean",
     "MeanAbsoluteError",
+    "MeanAbsolutePercentageError",
     "MeanMetricWrapper",
     "MeanSquaredError",
+    "MeanSquaredLogarithmicError",
     "Metric",
+    "Poisson",
     "Precision",
     "Recall",
+    "RootMeanSquaredError",
     "SparseCategoricalAccuracy",
+    "SparseCategoricalCrossentropy",
     "SparseTopKCategoricalAccuracy",
+    "SquaredHinge",
+    "Sum",
     "TopKCategoricalAccuracy",
     "accuracy",
     "binary_accuracy",

@@ -6,8 +6,11 @@ import inspect
 from typing import Any
 
 from ..errors import CompileArgumentError, UnknownNameError
+from ..losses import _losses as losses_
+from ..losses import _more as more_losses
 from ..losses._losses import mean_absolute_error, mean_squared_error
 from . import _accuracy as acc
+from . import _more
 from ._confusion import AUC, Precision, Recall
 from ._metric import Mean, MeanMetricWrapper, Metric
 
@@ -21,6 +24,18 @@ _FUNCTIONS = {
     "mse": mean_squared_error,
     "mean_absolute_error": mean_absolute_error,
     "mae": mean_absolute_error,
+    "mean_absolute_percentage_error": more_losses.mean_absolute_percentage_error,
+    "mape": more_losses.mean_absolute_percentage_error,
+    "mean_squared_logarithmic_error": more_losses.mean_squared_logarithmic_error,
+    "msle": more_losses.mean_squared_logarithmic_error,
+    "kl_divergence": more_losses.kl_divergence,
+    "poisson": more_losses.poisson,
+    "hinge": more_losses.hinge,
+    "squared_hinge": more_losses.squared_hinge,
+    "categorical_hinge": more_losses.categorical_hinge,
+    "binary_crossentropy": losses_.binary_crossentropy,
+    "categorical_crossentropy": losses_.categorical_crossentropy,
+    "sparse_categorical_crossentropy": losses_.sparse_categorical_crossentropy,
 }
 _CLASSES: dict[str, type[Metric]] = {
     cls.__name__.lower(): cls
@@ -37,6 +52,20 @@ _CLASSES: dict[str, type[Metric]] = {
         acc.SparseTopKCategoricalAccuracy,
         acc.MeanSquaredError,
         acc.MeanAbsoluteError,
+        _more.MeanAbsolutePercentageError,
+        _more.MeanSquaredLogarithmicError,
+        _more.CosineSimilarity,
+        _more.LogCoshError,
+        _more.KLDivergence,
+        _more.Poisson,
+        _more.Hinge,
+        _more.SquaredHinge,
+        _more.CategoricalHinge,
+        _more.BinaryCrossentropy,
+        _more.CategoricalCrossentropy,
+        _more.SparseCategoricalCrossentropy,
+        _more.RootMeanSquaredError,
+        _more.Sum,
     )
 }
 
