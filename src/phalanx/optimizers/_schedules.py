@@ -186,6 +186,114 @@ class InverseTimeDecay(LearningRateSchedule):
         return jnp.float32(self.initial_learning_rate) / (1.0 + self.decay_rate * p)
 
 
+def _positive_steps(name: str, value: Any) -> None:
+    if value <= 0:
+        raise ValueError(f"Argument `{name}` must be > 0. Received: {name}={value}")
+
+
+class PolynomialDecay(LearningRateSchedule):
+    """``(initial - end) * (1 - step / decay_steps) ** power + end``, as Keras 3.
+
+    The step is held at ``decay_steps`` (the rate stays at ``end_learning_rate``),
+    or with ``cycle=True`` ``decay_steps`` grows to the next multiple above the step.
+
+    Args:
+      initial_learning_rate: the rate at step 0.
+      decay_steps: the steps of the decay (> 0).
+      end_learning_rate: the final rate; default 1e-4.
+      power: the polynomial's power; default 1.0 (linear).
+      cycle: restart past ``decay_steps`` instead of staying at the end.
+      name: the schedule's name (Keras's default ``"PolynomialDecay"``).
+
+    Example:
+      >>> s = PolynomialDecay(0.1, 10, end_learning_rate=0.0)
+      >>> [round(float(s(t)), 4) for t in (0, 5, 10, 20)]
+      [0.1, 0.05, 0.0, 0.0]
+    """
+
+    def __init__(
+        self,
+        initial_learning_rate: float,
+        decay_steps: int,
+        end_learning_rate: float = 0.0001,
+        power: float = 1.0,
+        cycle: bool = False,
+        name: str = "PolynomialDecay",
+    ):
+        _positive_steps("decay_steps", decay_steps)
+        self.initial_learning_rate = initial_learning_rate
+        self.decay_steps = decay_steps
+        self.end_learning_rate = end_learning_rate
+        self.power = power
+        self.cycle = cycle
+        self.name = name
+
+    def __call__(self, step) -> jax.Array:
+        step = jnp.asarray(step, jnp.float32)
+        decay_steps = jnp.float32(self.decay_steps)
+        if self.cycle:
+            multiplier = jnp.where(step == 0, 1.0, jnp.ceil(step / self.decay_steps))
+            decay_steps = decay_steps * multiplier
+        else:
+            step = jnp.minimum(step, decay_steps)
+        p = step / decay_steps
+        initial, end = jnp.float32(self.initial_learning_rate), jnp.float32(self.end_learning_rate)
+        return (initial - end) * jnp.power(1 - p, jnp.float32(self.power)) + end
+
+
+class CosineDecayRestarts(LearningRateSchedule):
+    """Cosine decay with warm restarts (SGDR, Loshchilov & Hutter), as Keras 3.
+
+    Each period decays from ``m_mul ** i`` times the initial rate to ``alpha``
+    times it; period ``i`` lasts ``first_decay_steps * t_mul ** i`` steps.
+
+    Args:
+      initial_learning_rate: the rate at step 0.
+      first_decay_steps: the first period's steps (> 0).
+      t_mul: how much longer each period is; default 2.0.
+      m_mul: how much lower each restart starts; default 1.0.
+      alpha: the least rate as a fraction of the initial one.
+      name: the schedule's name (Keras's default ``"SGDRDecay"``).
+
+    Example:
+      >>> s = CosineDecayRestarts(1.0, 10, t_mul=1.0)
+      >>> [round(float(s(t)), 4) for t in (0, 5, 10, 15)]
+      [1.0, 0.5, 1.0, 0.5]
+    """
+
+    def __init__(
+        self,
+        initial_learning_rate: float,
+        first_decay_steps: int,
+        t_mul: float = 2.0,
+        m_mul: float = 1.0,
+        alpha: float = 0.0,
+        name: str = "SGDRDecay",
+    ):
+        _positive_steps("first_decay_steps", first_decay_steps)
+        self.initial_learning_rate = initial_learning_rate
+        self.first_decay_steps = first_decay_steps
+        self.t_mul = t_mul
+        self.m_mul = m_mul
+        self.alpha = alpha
+        self.name = name
+
+    def __call__(self, step) -> jax.Array:
+        fraction = jnp.asarray(step, jnp.float32) / jnp.float32(self.first_decay_steps)
+        t_mul = jnp.float32(self.t_mul)
+        if self.t_mul == 1.0:
+            i_restart = jnp.floor(fraction)
+            fraction = fraction - i_restart
+        else:
+            i_restart = jnp.floor(jnp.log(1.0 - fraction * (1.0 - t_mul)) / jnp.log(t_mul))
+            sum_r = (1.0 - jnp.power(t_mul, i_restart)) / (1.0 - t_mul)
+            fraction = (fraction - sum_r) / jnp.power(t_mul, i_restart)
+        m_fac = jnp.power(jnp.float32(self.m_mul), i_restart)
+        cosine = 0.5 * m_fac * (1.0 + jnp.cos(jnp.float32(math.pi) * fraction))
+        alpha = jnp.float32(self.alpha)
+        return jnp.float32(self.initial_learning_rate) * ((1 - alpha) * cosine + alpha)
+
+
 def check_finite(schedule: Callable[[Any], Any], first: int, steps: int) -> None:
     """Raises unless ``schedule(step)`` is a finite number for every step in ``[first, first + steps)``.
 
