@@ -99,3 +99,26 @@ def test_gradient_convolutions_in_a_scan_are_canonical():
     assert set(labels) == {"b01f_01io->b01f"}, labels
     body, params, xs = _scan_step(lax.conv_general_dilated)  # what JAX derives by itself
     assert set(_conv_labels(body, params, xs)) != {"b01f_01io->b01f"}
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="XLA:CPU's convolution labels")
+def test_the_conv_layers_gradients_in_a_scan_are_canonical():
+    """phalanx.layers.Conv2D runs this convolution on CPU: fit's scanned steps stay on Eigen."""
+    import phalanx
+    from phalanx import layers
+
+    model = phalanx.Sequential([layers.Input(shape=(12, 12, 2)), layers.Conv2D(8, 3)])
+    graphdef, params = nnx.split(model.module)
+
+    def loss(p, x):
+        return jnp.sum(nnx.merge(graphdef, p)(x) ** 2)
+
+    def body(p, xs):
+        def one(p, x):
+            g = jax.grad(loss)(p, x)
+            return jax.tree.map(lambda a, b: a - 0.1 * b, p, g), None
+
+        return jax.lax.scan(one, p, xs)[0]
+
+    labels = _conv_labels(body, params, jnp.ones((3, 4, 12, 12, 2)))
+    assert labels and set(labels) == {"b01f_01io->b01f"}, labels

@@ -14,14 +14,28 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 from flax import nnx
+from jax import lax
 
+from .._cpu_conv import conv_general_dilated as _cpu_convolution
 from ..errors import LayerArgumentError
 from . import _args as _layer_args
 from . import _initializers
 from ._args import is_positive_int, positive_int
 from ._layer import Layer, Shape
+
+
+def _convolution() -> Any:
+    """The convolution the layers run: on CPU, one whose gradients XLA:CPU keeps fast in loops.
+
+    ``fit`` runs its steps inside ``lax.scan``, where XLA:CPU leaves the gradient
+    convolutions of a channels-last conv on its naive emitter (17x slower for the TPU
+    guide's conv net; ``phalanx._cpu_conv``, docs/performance.md). Other platforms
+    canonicalize convolutions themselves: ``lax.conv_general_dilated`` as is.
+    """
+    return _cpu_convolution if jax.default_backend() == "cpu" else lax.conv_general_dilated
 
 
 def spatial_tuple(layer: str, value: Any, what: str, rank: int) -> tuple[int, ...]:
@@ -229,6 +243,7 @@ class Conv(Layer):
             kernel_init=_initializers.get(self.kernel_initializer),
             bias_init=_initializers.get(self.bias_initializer),
             dtype=self.dtype,
+            conv_general_dilated=_convolution(),
             rngs=rngs,
         )
 
