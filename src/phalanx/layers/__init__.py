@@ -14,6 +14,7 @@ from ._core import Dense as Dense
 from ._core import Embedding as Embedding
 from ._core import Input as Input
 from ._core import InputLayer as InputLayer
+from ._core import Masking as Masking
 from ._layer import Layer as Layer
 from ._merging import Add as Add
 from ._merging import Average as Average
@@ -30,6 +31,14 @@ from ._pooling import GlobalAveragePooling2D as GlobalAveragePooling2D
 from ._pooling import GlobalMaxPooling1D as GlobalMaxPooling1D
 from ._pooling import GlobalMaxPooling2D as GlobalMaxPooling2D
 from ._pooling import MaxPooling2D as MaxPooling2D
+from ._recurrent import GRU as GRU
+from ._recurrent import LSTM as LSTM
+from ._recurrent import RNN as RNN
+from ._recurrent import Bidirectional as Bidirectional
+from ._recurrent import SimpleRNN as SimpleRNN
+from ._recurrent_cells import GRUCell as GRUCell
+from ._recurrent_cells import LSTMCell as LSTMCell
+from ._recurrent_cells import SimpleRNNCell as SimpleRNNCell
 from ._regularization import Dropout as Dropout
 from ._regularization import GaussianDropout as GaussianDropout
 from ._regularization import GaussianNoise as GaussianNoise
@@ -51,6 +60,15 @@ GlobalMaxPool2D = GlobalMaxPooling2D
 MaxPool2D = MaxPooling2D
 
 __all__ = [
+    "Bidirectional",
+    "GRU",
+    "GRUCell",
+    "LSTM",
+    "LSTMCell",
+    "Masking",
+    "RNN",
+    "SimpleRNN",
+    "SimpleRNNCell",
     "Activation",
     "Add",
     "Average",

@@ -119,6 +119,8 @@ class Dense(Layer):
       100480
     """
 
+    supports_masking = True
+
     _has_activation = True
     _weight_regularizer_paths = (
         ("kernel_regularizer", ("linear", "kernel")),
@@ -195,6 +197,8 @@ class Activation(Layer):
       [[0.0, 1.0]]
     """
 
+    supports_masking = True
+
     _has_activation = True
 
     def __init__(self, activation: Any, *, name: str | None = None, input_shape: Any = None):
@@ -220,6 +224,10 @@ class Embedding(Layer):
       activity_regularizer: a penalty on the layer's output, divided by the batch size.
       name: the layer's name.
       input_shape: the per-example input shape (e.g. ``(sequence_length,)``).
+      input_length: Keras 2's name for a one-axis ``input_shape``.
+      mask_zero: index 0 is padding: the layer's mask (``compute_mask``) is False
+        there, and a ``Sequential`` or functional model gives it to the layers
+        after it that take ``mask=`` (recurrent layers, ``MultiHeadAttention``...).
 
     Example:
       >>> layer = Embedding(1000, 64)
@@ -228,6 +236,8 @@ class Embedding(Layer):
       >>> layer.count_params()
       64000
     """
+
+    supports_masking = True
 
     _weight_regularizer_paths = (("embeddings_regularizer", ("embed", "embedding")),)
 
@@ -242,6 +252,7 @@ class Embedding(Layer):
         name: str | None = None,
         input_shape: Any = None,
         input_length: int | None = None,
+        mask_zero: bool = False,
     ):
         if input_shape is None and input_length is not None:
             input_shape = (
@@ -259,6 +270,7 @@ class Embedding(Layer):
         self.embeddings_initializer = embeddings_initializer
         self.embeddings_regularizer = _regularizers.get(embeddings_regularizer)
         self.activity_regularizer = _regularizers.get(activity_regularizer)
+        self.mask_zero = bool(mask_zero)
         self.embed = nnx.data(None)
 
     def compute_output_shape(self, input_shape: Shape) -> Shape:
@@ -272,7 +284,46 @@ class Embedding(Layer):
             rngs=rngs,
         )
 
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """With ``mask_zero=True``, True where the index is not 0 (padding), as Keras; else None."""
+        if not self.mask_zero:
+            return None
+        return jnp.asarray(inputs) != 0
+
     def call(self, x, *, training, rngs):
         if not jnp.issubdtype(x.dtype, jnp.integer):
             x = x.astype(jnp.int32)
         return self.embed(x)
+
+
+class Masking(Layer):
+    """Keras's ``Masking``: zeroes the steps whose features all equal ``mask_value``.
+
+    Its mask (``compute_mask``) is True where a step has a feature other than
+    ``mask_value``; give it to a recurrent layer's ``mask=``.
+
+    Args:
+      mask_value: the padding value, default 0.0.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> x = jnp.array([[[1.0], [0.0]]])
+      >>> Masking().compute_mask(x).tolist()
+      [[True, False]]
+    """
+
+    supports_masking = True
+
+    def __init__(
+        self, mask_value: float = 0.0, *, name: str | None = None, input_shape: Any = None
+    ):
+        super().__init__(name=name, input_shape=input_shape)
+        self.mask_value = mask_value
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """True for the steps that hold a value other than ``mask_value``."""
+        return jnp.any(jnp.asarray(inputs) != self.mask_value, axis=-1)
+
+    def call(self, x, *, training, rngs):
+        keep = self.compute_mask(x)[..., None]
+        return x * keep.astype(x.dtype)

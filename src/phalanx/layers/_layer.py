@@ -37,6 +37,7 @@ compiled model they read and write the model's live state.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import re
 import threading
 from collections.abc import Sequence
@@ -327,6 +328,14 @@ class Layer(Regularized, nnx.Module):
     #: True for layers that draw random numbers in training (``Dropout``).
     uses_rng = False
 
+    #: Keras's ``supports_masking``: the layer passes a mask on (``compute_mask``); a
+    #: network drops the mask after a layer without it (``Flatten``, ``Conv2D``...).
+    supports_masking = False
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """Keras's ``compute_mask``: the mask of the output (the input's, by default)."""
+        return mask if self.supports_masking else None
+
     # -- Keras's introspection -------------------------------------------------------
     _NOT_CONFIG = frozenset(
         ("name", "built", "built_input_shape", "output_shape", "declared_input_shape")
@@ -475,6 +484,21 @@ def context_key(layer: Layer) -> Any:
     if key is None or isinstance(key, nnx.Rngs):
         return key
     return jax.random.fold_in(key, positions.get(id(layer), len(positions)))
+
+
+def takes_mask(layer: Any) -> bool:
+    """True when ``layer.call`` has a ``mask`` argument (a network then passes the mask)."""
+    try:
+        return "mask" in inspect.signature(layer.call).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def output_mask(layer: Any, inputs: Any, mask: Any) -> Any:
+    """The mask a network carries after ``layer`` (None after a layer without masking)."""
+    if not getattr(layer, "supports_masking", False):
+        return None
+    return layer.compute_mask(inputs, mask)
 
 
 def count_params(module: nnx.Module, variable_type: Any = nnx.Param) -> int:

@@ -84,6 +84,8 @@ class BatchNormalization(_Normalization):
       64
     """
 
+    supports_masking = True
+
     def __init__(
         self,
         axis: int = -1,
@@ -165,6 +167,8 @@ class LayerNormalization(_Normalization):
       >>> layer.count_params()
       32
     """
+
+    supports_masking = True
 
     def __init__(
         self,

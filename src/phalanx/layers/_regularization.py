@@ -54,6 +54,8 @@ class Dropout(Layer):
       [[1.0, 1.0, 1.0, 1.0]]
     """
 
+    supports_masking = True
+
     def __init__(
         self,
         rate: float,
@@ -175,6 +177,8 @@ class GaussianDropout(Layer):
       [[1.0, 1.0]]
     """
 
+    supports_masking = True
+
     def __init__(self, rate: float, seed: int | None = None, *, name: str | None = None):
         super().__init__(name=name)
         self.rate = _layer_args.rate("GaussianDropout", "rate", rate, one=False)
@@ -206,6 +210,8 @@ class GaussianNoise(Layer):
       >>> GaussianNoise(0.1)(jnp.zeros((1, 2))).tolist()  # inference: identity
       [[0.0, 0.0]]
     """
+
+    supports_masking = True
 
     def __init__(self, stddev: float, seed: int | None = None, *, name: str | None = None):
         super().__init__(name=name)

@@ -20,7 +20,15 @@ from ._layer import Layer
 WEIGHT_TYPES = (nnx.Param, nnx.BatchStat)
 
 
-_PRIORITY = {"kernel": 0, "embedding": 0, "scale": 1, "bias": 2, "mean": 3, "var": 4}
+_PRIORITY = {
+    "kernel": 0,
+    "embedding": 0,
+    "recurrent_kernel": 1,
+    "scale": 1,
+    "bias": 2,
+    "mean": 3,
+    "var": 4,
+}
 
 
 def _paths(state: Any) -> list[str]:

@@ -26,7 +26,14 @@ from .._random import model_seed
 from ..errors import LayerShapeError, ModelStructureError, NotBuiltError
 from ..layers import _activations
 from ..layers._core import InputLayer
-from ..layers._layer import Layer, format_shape, shapes_match, snake_case
+from ..layers._layer import (
+    Layer,
+    format_shape,
+    output_mask,
+    shapes_match,
+    snake_case,
+    takes_mask,
+)
 from ..layers._symbolic import KerasTensor, Node, is_symbolic
 from ..losses._logits import Logits
 
@@ -335,10 +342,15 @@ class Functional(nnx.Module):
         values = self._bind_inputs(x)
         logits_slot = graph.outputs.id if isinstance(graph.outputs, _Ref) else None
         logits = None
+        masks: dict[int, Any] = {}  # Keras's masks, by slot (one-input layers carry them)
         for layer_index, args, kwargs, node_training, out_ids, multi in graph.steps:
             layer = self.layers[layer_index]
+            one_input = len(args) == 1 and isinstance(args[0], _Ref)
+            mask = masks.get(args[0].id) if one_input else None
             args = _fill(args, values)
             kwargs = _fill(kwargs, values)
+            if mask is not None and "mask" not in kwargs and takes_mask(layer):
+                kwargs = {**kwargs, "mask": mask}
             mode = training if node_training is None else node_training
             key = None
             if getattr(layer, "uses_rng", False) and rngs is not None:
@@ -361,6 +373,12 @@ class Functional(nnx.Module):
                     values[slot] = value
             else:
                 values[out_ids[0]] = out
+            if one_input:
+                out_mask = output_mask(layer, args[0], mask)
+                out_masks = out_mask if multi else [out_mask]
+                for slot, m in zip(out_ids, out_masks or [None] * len(out_ids), strict=False):
+                    if m is not None:
+                        masks[slot] = m
         result = _fill(graph.outputs, values)
         return (result, logits) if return_logits else result
 

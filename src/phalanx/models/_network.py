@@ -53,8 +53,10 @@ from ..layers._layer import (
     _is_traced,
     format_shape,
     normalize_shape,
+    output_mask,
     shapes_match,
     snake_case,
+    takes_mask,
 )
 from ..layers._pooling import GlobalAveragePooling2D
 from ..layers._reshaping import Flatten
@@ -304,6 +306,7 @@ class Sequential(nnx.Module):
             x = x.astype(self.input_dtype)
         activation = self.output_activation if return_logits else None
         count = len(self.layers)
+        mask = None  # Keras's masks: Embedding(mask_zero=True), Masking, ... to the layers after
         for i, layer in enumerate(self.layers):
             key = self._random_key(rngs, i) if getattr(layer, "uses_rng", False) else None
             if i == count - 1 and activation is not None:
@@ -311,7 +314,8 @@ class Sequential(nnx.Module):
                 logits = layer.pre_activation(x, training=training, rngs=key)
                 y_pred = layer._record_activity(layer.activation_fn(logits))
                 return y_pred, Logits(logits, activation)
-            x = layer(x, training=training, rngs=key)
+            given = {"mask": mask} if mask is not None and takes_mask(layer) else {}
+            x, mask = layer(x, training=training, rngs=key, **given), output_mask(layer, x, mask)
         return (x, None) if return_logits else x
 
     # -- inspection ------------------------------------------------------------------
