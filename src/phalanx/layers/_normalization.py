@@ -60,6 +60,9 @@ class _Normalization(Layer):
 class BatchNormalization(_Normalization):
     """Normalizes each feature with batch statistics in training and moving ones in inference.
 
+    A frozen layer (``trainable = False``, itself or through a model's
+    ``trainable = False``) runs in inference mode even in training, as Keras.
+
     Args:
       axis: the feature axis (counted with the batch axis); default -1 (channels).
       momentum: the moving average's momentum; default 0.99 (Keras).
@@ -142,7 +145,10 @@ class BatchNormalization(_Normalization):
         )
 
     def call(self, x, *, training, rngs):
-        return self.norm(self._cast(x), use_running_average=not training)
+        # Keras: a frozen BatchNormalization (trainable=False) runs in inference mode, also
+        # with training=True and inside fit: moving statistics, which it does not update.
+        batch_stats = training and self.trainable is not False
+        return self.norm(self._cast(x), use_running_average=not batch_stats)
 
 
 class LayerNormalization(_Normalization):

@@ -193,7 +193,11 @@ class ModelIntrospection:
             raise ValueError(
                 f"Model {self.name!r} has no layers yet: build it before setting trainable."
             )
-        self._module.trainable = value
+        # Keras sets every layer below too (a frozen BatchNormalization then runs in inference
+        # mode); setting True again unfreezes them all, as Keras.
+        for _, node in nnx.iter_graph(self._module):
+            if isinstance(node, Layer) or node is self._module:
+                node.trainable = value
 
 
 def _batched(shape: Any) -> Any:
