@@ -227,11 +227,18 @@ class Trainer:
 
     def _require_compiled(self, what: str, *, by_user: bool = False) -> CompileConfig:
         # by_user: fit/evaluate need the user's compile, not the one predict() made itself.
+        if by_user:
+            _refuse_step_overrides(self, what)
         self._losses_run = self._losses_run or (by_user and self._config is not None)
         if self._config is None or (by_user and self._predict_only):
             raise NotCompiledError(
                 f"You must call compile() before {what}(): e.g. "
                 "model.compile(optimizer='adam', loss='sparse_categorical_crossentropy')."
+            )
+        if by_user and what in ("fit", "train_on_batch") and self._config.loss is None:
+            raise NotCompiledError(
+                f"{what}() needs a loss, and compile() was given none (only an optimizer): "
+                "e.g. model.compile(optimizer='adam', loss='mse')."
             )
         return self._config
 
@@ -631,6 +638,7 @@ class Trainer:
         callbacks: Sequence[Any] | None = None,
     ) -> Any:
         """Returns the model's outputs for every input example, in order (numpy)."""
+        _refuse_step_overrides(self, "predict")
         if self._config is None:  # Keras predicts with an uncompiled model
             self.compile(optimizer="sgd", loss=None)
             self._predict_only = True
@@ -827,3 +835,28 @@ def _check_jit_compile(jit_compile) -> None:
 def _check_positive_int(value, name: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise FitInputError(f"{name} must be a positive int, got {value!r}.")
+
+
+#: The step methods of Keras's ``Model`` that each entry point would run.
+_STEP_METHODS = {
+    "fit": ("train_step", "test_step"),
+    "train_on_batch": ("train_step",),
+    "evaluate": ("test_step",),
+    "test_on_batch": ("test_step",),
+    "predict": ("predict_step",),
+}
+
+
+def _refuse_step_overrides(model: Trainer, what: str) -> None:
+    """Raises when a user's subclass overrides a step ``what`` would run: never ignore it."""
+    for name in _STEP_METHODS.get(what, ()):
+        for cls in type(model).__mro__:
+            if cls.__module__.startswith("phalanx."):
+                break  # phalanx's own classes (Model, Sequential, Trainer) define no steps
+            if name in vars(cls):
+                raise NotImplementedError(
+                    f"{cls.__name__}.{name} overrides Keras's Model.{name}, and phalanx's "
+                    f"{what}() does not run overridden steps: it would ignore yours. Write "
+                    "the loop with strategy.run (the custom-training guide), or remove the "
+                    "override."
+                )
