@@ -5,6 +5,12 @@ its nnx children (``nnx.Linear``, ``nnx.Conv``, ``nnx.BatchNorm``, ...) when it
 learns its input shape (``build``). Stack them in :class:`phalanx.train.Sequential`.
 """
 
+from ._activation_layers import ELU as ELU
+from ._activation_layers import LeakyReLU as LeakyReLU
+from ._activation_layers import Permute as Permute
+from ._activation_layers import ReLU as ReLU
+from ._activation_layers import RepeatVector as RepeatVector
+from ._activation_layers import Softmax as Softmax
 from ._activations import get as get_activation
 from ._attention import MultiHeadAttention as MultiHeadAttention
 from ._convolutional import Conv1D as Conv1D
@@ -60,6 +66,12 @@ GlobalMaxPool2D = GlobalMaxPooling2D
 MaxPool2D = MaxPooling2D
 
 __all__ = [
+    "ELU",
+    "LeakyReLU",
+    "Permute",
+    "ReLU",
+    "RepeatVector",
+    "Softmax",
     "Bidirectional",
     "GRU",
     "GRUCell",
