@@ -22,7 +22,7 @@ Two adapters:
   ``cache`` ... -> ``batch`` [-> ``prefetch``], one process) takes the
   resident path of arrays: its arrays are placed once, and each execution
   carries the indices of the very batches the dataset yields (read by the
-  dataset's own iterators, ``_fast_path.next_batch``), so element order,
+  dataset's own iterators, ``_index_batches.next_batch``), so element order,
   exactly-once reading and the iterator's saved position are the dataset's.
   Batches that do not index those arrays (a ``cache`` still filling, a
   ``map``) are stacked on the host as from any other iterable.
@@ -64,7 +64,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ...data import _fast_path as fp
+from ...data import _index_batches as fp
 from ...data import _structure as st
 from ...data._prefetch import background
 from ...distribute._placement import HostBuffer, host_array, put, put_resident
@@ -545,7 +545,7 @@ class IterableAdapter:
         """``it``'s batches; those of a ``Dataset`` that index its in-memory arrays as ``_Indices``.
 
         The batches are read by the dataset's own node iterators, exactly as
-        ``next(it)`` reads them (``_fast_path.next_batch``), one per item
+        ``next(it)`` reads them (``_index_batches.next_batch``), one per item
         asked for; ``it.get_state()`` stays the position after the last one.
         """
         node = None
