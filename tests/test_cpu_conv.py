@@ -122,3 +122,31 @@ def test_the_conv_layers_gradients_in_a_scan_are_canonical():
 
     labels = _conv_labels(body, params, jnp.ones((3, 4, 12, 12, 2)))
     assert labels and set(labels) == {"b01f_01io->b01f"}, labels
+
+
+def test_gradients_under_shard_map_equal_lax_with_a_replicated_kernel():
+    """Inside shard_map (fit's replicas): a per-replica batch, a replicated kernel, as lax."""
+    from jax.sharding import PartitionSpec as P
+
+    n = min(2, len(jax.devices()))
+    mesh = jax.make_mesh((n,), ("replica",))
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(2 * n, 9, 9, 3)), jnp.float32)
+    w = jnp.asarray(np.random.default_rng(1).normal(size=(3, 3, 3, 4)), jnp.float32)
+
+    def grads(conv):
+        def loss(x, w):
+            y = conv(x, w, (1, 1), "SAME", dimension_numbers=_SPECS[2])
+            return jax.lax.psum(jnp.sum(y**2), "replica")
+
+        step = jax.shard_map(
+            jax.grad(loss, argnums=(0, 1)),
+            mesh=mesh,
+            in_specs=(P("replica"), P()),
+            out_specs=(P("replica"), P()),
+        )
+        sharded = jax.device_put(x, jax.sharding.NamedSharding(mesh, P("replica")))
+        return jax.jit(step)(sharded, jax.device_put(w, jax.sharding.NamedSharding(mesh, P())))
+
+    ours, theirs = grads(conv_general_dilated), grads(lax.conv_general_dilated)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-6)
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)

@@ -88,7 +88,26 @@ def conv_general_dilated(
         window = [(k - 1) * d + 1 for k, d in zip(rhs.shape[:n], dilation, strict=True)]
         padding = lax.padtype_to_pads(lhs.shape[1:-1], window, strides, padding)
     pads = tuple((int(lo), int(hi)) for lo, hi in padding)
+    lhs, rhs = _same_variance(lhs, rhs)
     return _conv(strides, pads, dilation, precision, preferred_element_type, lhs, rhs)
+
+
+def _same_variance(x: Any, w: Any) -> tuple[Any, Any]:
+    """``x`` and ``w`` varying over the same manual mesh axes (inside ``shard_map``).
+
+    A custom VJP's gradient must vary as its input does; the kernel gradient of a
+    per-replica batch varies over the replica axis where a replicated kernel does not.
+    Casting the kernel to varying outside the custom VJP leaves the reduction to JAX's
+    own transpose of the cast (a ``psum``), exactly as for ``lax.conv_general_dilated``.
+    """
+    x_axes = jax.typeof(x).manual_axis_type.varying
+    w_axes = jax.typeof(w).manual_axis_type.varying
+    if w_axes - x_axes or x_axes - w_axes:
+        if x_axes - w_axes:
+            w = lax.pcast(w, tuple(sorted(x_axes - w_axes)), to="varying")
+        if w_axes - x_axes:
+            x = lax.pcast(x, tuple(sorted(w_axes - x_axes)), to="varying")
+    return x, w
 
 
 def _plain(x, w, strides, pads, lhs_dil, rhs_dil, precision, out_type):

@@ -14,7 +14,7 @@ CASES = [
         "take a str",
         lambda: R(5).take("3"),
         DatasetTypeError,
-        r"take: count must be an int, got '3' of type str",
+        r"take: count must be an int \(or a 0-d integer array\), got '3' of type str",
     ),
     Case("take a float", lambda: R(5).take(2.5), DatasetTypeError, r"take: count .*got 2.5"),
     Case("skip a str", lambda: R(5).skip("1"), DatasetTypeError, r"skip: count .*got '1'"),
@@ -24,7 +24,7 @@ CASES = [
         "range a str",
         lambda: R("a"),
         DatasetTypeError,
-        r"range: each argument \(start, stop, step\) must be an int, got 'a'",
+        r"range: each argument \(start, stop, step\) must be an int \(or a 0-d integer array\), got 'a'",
     ),
     Case(
         "filter not callable",
