@@ -21,3 +21,14 @@ assert jax.device_count() == 8, f"conftest wanted 8 CPU devices, JAX sees {jax.d
 def devices():
     """The 8 simulated CPU devices."""
     return jax.devices()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_random_defaults():
+    """Every test starts, and leaves, a process without ``set_random_seed``: models built
+    without a seed start from seed 0, as most tests' expected values assume."""
+    from phalanx import _random
+
+    _random.clear_global_seed()
+    yield
+    _random.clear_global_seed()

@@ -15,17 +15,8 @@ import numpy as np
 import pytest
 
 import phalanx
-from phalanx import _random
 from phalanx.data import Dataset
 from phalanx.errors import RandomSeedError
-
-
-@pytest.fixture(autouse=True)
-def _fresh_process_defaults():
-    """Other tests expect a process without set_random_seed (models built from seed 0)."""
-    _random.clear_global_seed()
-    yield
-    _random.clear_global_seed()
 
 
 def _script(seed: int):
