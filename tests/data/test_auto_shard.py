@@ -104,6 +104,24 @@ def test_data_policy_batch_must_divide():
         auto_shard(Dataset.range(40).batch(10), 4, 0, AutoShardPolicy.DATA)
 
 
+@pytest.mark.parametrize("drop", [False, True])
+def test_off_policy_keeps_the_global_batch(drop):
+    """TF 2.21 under OFF on 2 workers: ``batch(8)`` is the global batch, 4 per worker, every
+    worker reading every element (the same rows in each step), so 2 x the steps."""
+    ds = _with_policy(Dataset.range(20).batch(8, drop_remainder=drop), AutoShardPolicy.OFF)
+    want = [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11], [12, 13, 14, 15]]
+    want += [] if drop else [[16, 17, 18, 19]]
+    for i in range(2):
+        mine, used, reason = auto_shard(ds, 2, i)
+        assert used == AutoShardPolicy.OFF and "in batches of 4" in reason, reason
+        assert [list(b) for b in elements(mine)] == want
+        assert mine.element_spec == TensorSpec((4 if drop else None,), np.int64)
+    with pytest.raises(
+        BatchNotDivisibleError, match="auto_shard OFF: .* 8 does not divide by the 3"
+    ):
+        auto_shard(ds, 3, 0)
+
+
 def test_off_policy_and_dataset_options():
     ds = _with_policy(Records(["f1", "f2", "f3"]), AutoShardPolicy.OFF)
     mine, used, _ = auto_shard(ds, 3, 2)

@@ -33,6 +33,10 @@ def test_each_process_reads_a_disjoint_share_covering_every_example_once(tmp_pat
     assert sorted(shares[0]["file_policy"]) == list(range(12)) + list(range(24, 36))
     # DATA: each process takes its half of the rows of every global batch of 8.
     assert shares[0]["data_policy"][:8].tolist() == [0, 1, 2, 3, 8, 9, 10, 11]
+    # OFF (TF's multi_worker_with_keras): batch(8) stays the global batch, 4 rows per process,
+    # the same rows on both, so an epoch takes 12 steps of every example instead of 6.
+    for p in (0, 1):
+        assert shares[p]["off_policy"].tolist() == list(range(EXAMPLES)), p
     for p in (0, 1):  # said once per process, per distributed dataset
         for policy in ("DATA: every input pipeline reads all elements", "FILE: 4 files"):
             # Not anchored on the launcher's "[p] " prefix: a native library's line

@@ -25,7 +25,8 @@ class AutoShardPolicy(enum.IntEnum):
     there are input pipelines, else ``DATA``. ``FILE`` gives each pipeline a
     disjoint subset of the files. ``DATA`` has every pipeline read everything
     and keep its share of each batch (see ``phalanx.data.auto_shard``).
-    ``OFF`` leaves the pipeline unchanged: every pipeline sees every element.
+    ``OFF`` does not shard: every pipeline sees every element, and a final
+    ``batch(B)`` is still the global batch (``B / n`` per pipeline, as TF).
     """
 
     OFF = -1

@@ -4,7 +4,13 @@
 pipeline so that each of ``num_input_pipelines`` processes reads a disjoint
 share, and the shares together hold every element exactly once per epoch:
 
-* ``OFF``: unchanged; every pipeline sees every element.
+* ``OFF``: not sharded; every pipeline reads every element. As tf.data, a
+  final ``batch(B)`` (followed only by element-wise steps) is still the
+  *global* batch: each pipeline rebatches it into batches of ``B/n`` (the
+  same rows on every pipeline), so the pipelines' batches of step ``k``
+  together make one global batch of ``B`` and an epoch takes ``n`` times the
+  steps (TF: 32 per replica for ``batch(64)`` on 2 workers). ``B`` must divide
+  by ``n``. Without a final batch the pipeline is unchanged.
 * ``FILE``: the pipeline's file source (a ``FileSourceDataset``, e.g. the
   one under ``list_files``) keeps files ``id, id + n, id + 2n ...`` of its
   sorted list, before any file shuffle, so shares are disjoint whatever the
@@ -34,7 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import AutoShardError, BatchNotDivisibleError, DatasetArgumentError
-from ._batch import BatchDataset
+from ._batch import BatchDataset, RebatchDataset
 from ._dataset import Dataset, check_positive
 from ._iterator import state_int
 from ._options import AutoShardPolicy
@@ -149,10 +155,10 @@ def auto_shard(
     if policy is None:
         policy = dataset.options().experimental_distribute.auto_shard_policy
     policy = AutoShardPolicy(policy)
-    if policy == AutoShardPolicy.OFF:
-        return dataset, policy, "auto_shard_policy is OFF: every input pipeline reads every element"
     if n == 1:
         return dataset, AutoShardPolicy.OFF, "one input pipeline: nothing to shard"
+    if policy == AutoShardPolicy.OFF:
+        return _off_rebatch(dataset, n)
     sources = _file_sources(dataset)
     if policy in (AutoShardPolicy.AUTO, AutoShardPolicy.FILE):
         problem = _file_problem(sources, n)
@@ -247,6 +253,21 @@ def _file_rebatch(dataset: Dataset, n: int) -> tuple[Dataset, str]:
     return _with_final(
         path, local
     ), f"; each global batch of {node._batch} is {node._batch // n} per pipeline"
+
+
+def _off_rebatch(dataset: Dataset, n: int) -> tuple[Dataset, AutoShardPolicy, str]:
+    """Under OFF, every pipeline reads everything, its final ``batch(B)`` rebatched to ``B / n``."""
+    said = "OFF: every input pipeline reads every element"
+    node, _ = _final_batch(dataset)
+    if node is None or type(node) is not BatchDataset:
+        return dataset, AutoShardPolicy.OFF, said + " (no final batch to rebatch)"
+    _check_batch_divides("OFF", node._batch, n)
+    local = node._batch // n
+    reason = (
+        f"{said}, in batches of {local}: each global batch of {node._batch} is {local} per "
+        "pipeline, the same rows on each, as tf.data"
+    )
+    return RebatchDataset(dataset, local, node._drop), AutoShardPolicy.OFF, reason
 
 
 def _data_shard(dataset: Dataset, n: int, i: int) -> tuple[Dataset, str]:

@@ -3,7 +3,7 @@
 Writes ``OUT_DIR/<process>.npz`` with, per input kind, the example ids that
 this process's devices received (the addressable rows of every global batch),
 one array per epoch: ``distribute_datasets_from_function`` (2 epochs),
-``experimental_distribute_dataset`` with the DATA policy, and with the FILE
+``experimental_distribute_dataset`` with the DATA and OFF policies, and with the FILE
 policy over the TFRecord files the test wrote in RECORDS_DIR.
 """
 
@@ -54,6 +54,7 @@ def main(out_dir: str, records_dir: str) -> None:
     unseeded = with_policy(
         Dataset.range(EXAMPLES).shuffle(EXAMPLES).batch(GLOBAL_BATCH), AutoShardPolicy.DATA
     )
+    off = with_policy(Dataset.range(EXAMPLES).batch(GLOBAL_BATCH), AutoShardPolicy.OFF)
     files = sorted(str(p) for p in Path(records_dir).glob("*.tfrecord"))
     records = (
         TFRecordDataset(files)
@@ -65,6 +66,7 @@ def main(out_dir: str, records_dir: str) -> None:
         "from_function_epoch1": fed(from_function),
         "data_policy": fed(strategy.experimental_distribute_dataset(data)),
         "data_unseeded_shuffle": fed(strategy.experimental_distribute_dataset(unseeded)),
+        "off_policy": fed(strategy.experimental_distribute_dataset(off)),
         "file_policy": fed(
             strategy.experimental_distribute_dataset(with_policy(records, AutoShardPolicy.FILE))
         ),
