@@ -165,19 +165,69 @@ def load_h5(model: Any, data: bytes, where: str) -> None:
                     f"({type(layer).__name__}, key {key!r}); it holds {sorted(stored)}. Load it "
                     "into a model of the same architecture (same layers, same order)."
                 )
+            expected = layer.get_weights()
             arrays = []
             for sub, count in _groups(layer):
-                group = stored[f"{key}/{sub}vars"]
+                at = f"layers/{key}/{sub}vars"
+                group = _member(f, at, h5py.Group, where)
                 if len(group) != count:
                     raise KerasFileError(
                         f"Layer '{layer.name}' has {count} arrays under {key}/{sub}vars; "
                         f"{where!r} holds {len(group)}."
                     )
-                arrays.extend(np.asarray(group[str(i)]) for i in range(count))
+                for i in range(count):
+                    want = expected[len(arrays)]
+                    arrays.append(_read(f, f"{at}/{i}", want, where, layer.name))
             try:
                 layer.set_weights(arrays)
             except ValueError as e:
                 raise KerasFileError(f"{where!r}, layer '{layer.name}': {e}") from None
+
+
+def _member(f: Any, at: str, kind: type, where: str) -> Any:
+    """The object at ``at``, reached through hard links only: a soft or external link
+    (which could point at another file, or anywhere in this one) or external or virtual
+    storage is refused, so a crafted file cannot read other files into the model."""
+    h5py = _h5py()
+    node = f
+    for part in at.split("/"):
+        if part not in node:
+            raise KerasFileError(f"{where!r} has no {at!r}: not a Keras 3 weights file.")
+        link = node.get(part, getlink=True)
+        if not isinstance(link, h5py.HardLink):
+            raise KerasFileError(
+                f"{where!r}: {at!r} is reached through an HDF5 {type(link).__name__}; a "
+                "Keras weights file holds its arrays itself. Refusing to follow it."
+            )
+        node = node[part]
+    if not isinstance(node, kind):
+        raise KerasFileError(
+            f"{where!r}: {at!r} is an HDF5 {type(node).__name__}, expected a {kind.__name__}."
+        )
+    return node
+
+
+def _read(f: Any, at: str, want: np.ndarray, where: str, layer: str) -> np.ndarray:
+    """The array at ``at``, its declared shape and dtype checked against the layer's
+    ``want`` before a byte is read (a crafted file may declare terabytes)."""
+    h5py = _h5py()
+    dataset = _member(f, at, h5py.Dataset, where)
+    if dataset.external or dataset.is_virtual:
+        raise KerasFileError(
+            f"{where!r}: {at!r} keeps its bytes outside the file "
+            f"({'virtual' if dataset.is_virtual else 'external'} storage); a Keras weights "
+            "file holds its arrays itself. Refusing to read it."
+        )
+    if dataset.dtype.kind not in "biuf" or dataset.dtype.fields is not None:
+        raise KerasFileError(
+            f"{where!r}: {at!r} (layer '{layer}') holds {dataset.dtype}; weights are numbers."
+        )
+    if tuple(dataset.shape) != tuple(np.shape(want)):
+        raise KerasFileError(
+            f"{where!r}, layer '{layer}': {at!r} has shape {tuple(dataset.shape)}, the layer "
+            f"expects {tuple(np.shape(want))}. Load it into a model of the same architecture."
+        )
+    return np.asarray(dataset[()])
 
 
 # -- .keras models --------------------------------------------------------------------
