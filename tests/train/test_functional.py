@@ -241,5 +241,5 @@ def test_loss_weights_weigh_each_outputs_loss():
     assert totals[0]["loss"] > totals[1]["loss"]
     # Each output's own loss is logged before loss_weights, as Keras.
     np.testing.assert_allclose(totals[1]["reg_loss"], totals[0]["reg_loss"], rtol=1e-6)
-    with pytest.raises(ValueError, match="loss_weights.*several outputs"):
-        only_cls.compile(optimizer="sgd", loss="mse", loss_weights=[1.0])
+    with pytest.raises(ValueError, match="loss_weights for a model with one loss must be a number"):
+        only_cls.compile(optimizer="sgd", loss="mse", loss_weights=[1.0, 2.0])

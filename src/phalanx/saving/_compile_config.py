@@ -52,7 +52,9 @@ def compile_config(model: Any) -> dict | None:
             "metrics": None
             if args["metrics"] is None
             else [_entry(m, "keras.metrics") for m in args["metrics"]],
-            "weighted_metrics": None,
+            "weighted_metrics": None
+            if args.get("weighted_metrics") is None
+            else [_entry(m, "keras.metrics") for m in args["weighted_metrics"]],
             "run_eagerly": False,
             "steps_per_execution": args["steps_per_execution"],
             "jit_compile": True,
@@ -68,6 +70,7 @@ def compile_from_config(model: Any, config: dict, path: str) -> None:
             "optimizer": _optimizer_from(config.get("optimizer") or "rmsprop"),
             "loss": _object_from(config.get("loss"), "losses"),
             "metrics": _metrics_from(config.get("metrics")),
+            "weighted_metrics": _metrics_from(config.get("weighted_metrics")),
             "loss_weights": config.get("loss_weights"),
             "steps_per_execution": int(config.get("steps_per_execution") or 1),
         }

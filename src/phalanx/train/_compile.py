@@ -39,6 +39,9 @@ class CompileConfig:
     metrics: tuple
     steps_per_execution: int
     seed: int
+    # One flag per metric: True when it is weighted by sample_weight (``weighted_metrics=``
+    # and each output's loss), False for ``metrics=`` (only padding is masked), as Keras 3.
+    weighted: tuple = ()
 
     def optimizer_handle(self, model: Model) -> OptimizerHandle:
         """The ``model.optimizer`` object callbacks use."""
@@ -109,8 +112,13 @@ def resolve_compile(
     seed: int,
     *,
     loss_weights: Any = None,
+    weighted_metrics: Sequence[Any] | None = None,
 ) -> CompileConfig:
-    """Resolves ``compile``'s arguments; raises with the accepted names on a mistake."""
+    """Resolves ``compile``'s arguments; raises with the accepted names on a mistake.
+
+    ``metrics`` are not weighted by ``sample_weight`` (nor ``class_weight``),
+    ``weighted_metrics`` are, as Keras 3 (``CompileMetrics.update_state``).
+    """
     _check_steps_per_execution(steps_per_execution)
     _check_seed(seed)
     if isinstance(optimizer, _mixed_precision.LossScaleOptimizer):
@@ -119,27 +127,48 @@ def resolve_compile(
         opt = _mixed_precision.wrap_for_policy(_optimizers.get(optimizer))
     tx = opt if isinstance(opt, optax.GradientTransformation) else opt.to_optax()
     if _multi_output.is_multi(loss):  # a loss per output (list or dict), as Keras
-        loss_fn, resolved = _multi_output.resolve(loss, metrics, loss_weights)
+        loss_fn, resolved, weighted = _multi_output.resolve(
+            loss, metrics, loss_weights, weighted_metrics
+        )
     else:
-        if loss_weights is not None:
-            raise CompileArgumentError(
-                f"loss_weights={loss_weights!r} weighs the losses of a model with several "
-                "outputs: give loss as a list or dict (one per output) too."
-            )
         loss_fn = None if loss is None else _losses.get(loss)
-        if metrics is not None and not isinstance(metrics, list | tuple):
-            raise CompileArgumentError(
-                f"metrics must be a list, got {type(metrics).__name__}: write "
-                f"metrics=[{metrics!r}]."
-            )
-        resolved = tuple(_metrics.get(m, loss=loss_fn) for m in (metrics or ()))
+        loss_fn = _single_loss_weight(loss_fn, loss_weights)
+        resolved, weighted = (), ()
+        for argument, value in (("metrics", metrics), ("weighted_metrics", weighted_metrics)):
+            if value is not None and not isinstance(value, list | tuple):
+                raise CompileArgumentError(
+                    f"{argument} must be a list, got {type(value).__name__}: write "
+                    f"{argument}=[{value!r}]."
+                )
+            more = tuple(_metrics.get(m, loss=loss_fn) for m in (value or ()))
+            resolved += more
+            weighted += (argument == "weighted_metrics",) * len(more)
     names = [m.name for m in resolved]
     if len(set(names)) != len(names) or "loss" in names:
         raise CompileArgumentError(
             f"Metric names must be unique and not 'loss'; got {names}. Name them apart: "
             "phalanx.metrics.AUC(name='auc_2'), or a function with another __name__."
         )
-    return CompileConfig(opt, tx, loss_fn, resolved, steps_per_execution, seed)
+    return CompileConfig(opt, tx, loss_fn, resolved, steps_per_execution, seed, weighted)
+
+
+def _single_loss_weight(loss_fn: Any, loss_weights: Any) -> Any:
+    """One output's loss scaled by ``loss_weights`` (a number, or a list/dict of one), as Keras."""
+    if loss_weights is None:
+        return loss_fn
+    weight = loss_weights
+    if isinstance(weight, list | tuple) and len(weight) == 1:
+        weight = weight[0]
+    elif isinstance(weight, dict) and len(weight) == 1:
+        weight = next(iter(weight.values()))
+    if isinstance(weight, bool) or not isinstance(weight, numbers.Real):
+        raise CompileArgumentError(
+            f"loss_weights for a model with one loss must be a number (or a list of one), "
+            f"got {loss_weights!r}. With a loss per output, give loss as a list or dict too."
+        )
+    if loss_fn is None:
+        return None
+    return _multi_output.ScaledLoss(loss_fn, float(weight))
 
 
 def _check_seed(value: Any) -> None:

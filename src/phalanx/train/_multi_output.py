@@ -8,7 +8,7 @@ targets ``y`` then have the outputs' structure (a list or a dict of arrays).
 Metrics: ``metrics={"a": ["accuracy"]}`` or ``[["accuracy"], []]`` give each
 output its own; a flat list applies every metric to every output. As Keras 3,
 each output's own loss (before ``loss_weights``) is logged too, as
-``"{output}_loss"``. Outputs are named as Keras names them: a dict output by
+``"{output}_loss"``, when more than one output has a loss. Outputs are named as Keras names them: a dict output by
 its key, a list output by the name of the layer that makes it (``Model.compile``
 tells ``name_outputs``; ``"output_{i}"`` until then).
 """
@@ -72,6 +72,30 @@ class MultiOutputLoss:
 
     def __repr__(self) -> str:
         return f"MultiOutputLoss({self.losses!r})"
+
+
+class ScaledLoss:
+    """A model's one loss times ``compile(loss_weights=w)`` (Keras weighs a single loss too).
+
+    Everything but ``per_example`` (the name, ``accuracy_kind``, the label check)
+    is the wrapped loss's.
+    """
+
+    def __init__(self, loss: Any, weight: float):
+        self.loss = loss
+        self.weight = weight
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["loss"], name)
+
+    def per_example(self, y_true: Any, y_pred: Any, sample_weight: Any = None, *, logits=None):
+        """The wrapped loss's per-example values times the weight, ``[batch]``."""
+        return self.weight * self.loss.per_example(y_true, y_pred, sample_weight, logits=logits)
+
+    __call__ = per_example
+
+    def __repr__(self) -> str:
+        return f"ScaledLoss({self.loss!r}, {self.weight})"
 
 
 def _check_structure(y_true: Any, y_pred: Any, keys: list) -> None:
@@ -164,13 +188,31 @@ def is_multi(loss: Any) -> bool:
     return isinstance(loss, list | tuple | dict)
 
 
-def resolve(loss: Any, metrics: Any, loss_weights: Any = None) -> tuple[Any, tuple]:
-    """``(loss, metrics)`` for a multi-output ``compile`` (``loss`` a list or dict).
+def resolve(
+    loss: Any, metrics: Any, loss_weights: Any = None, weighted_metrics: Any = None
+) -> tuple[Any, tuple, tuple]:
+    """``(loss, metrics, weighted)`` for a multi-output ``compile`` (``loss`` a list or dict).
+
+    ``weighted`` flags each metric weighted by ``sample_weight``: each output's
+    loss and the ``weighted_metrics``, not the ``metrics`` (Keras 3).
 
     Raises:
       ValueError: metrics of another structure than the losses.
     """
     multi = MultiOutputLoss(loss, loss_weights)
+    keys = [k for k in multi.keys if multi.losses[k] is not None]
+    # Keras logs each output's loss only when there are several (CompileLoss.build).
+    resolved = [OutputLoss(multi.losses[k], k) for k in keys] if len(keys) > 1 else []
+    weighted = [True] * len(resolved)
+    for value, flag in ((metrics, False), (weighted_metrics, True)):
+        more = _output_metrics(multi, value)
+        resolved += more
+        weighted += [flag] * len(more)
+    return multi, tuple(resolved), tuple(weighted)
+
+
+def _output_metrics(multi: MultiOutputLoss, metrics: Any) -> list:
+    """One ``OutputMetric`` per (output, metric) that ``metrics`` gives."""
     resolved = []
     if metrics is None:
         metrics = []
@@ -189,9 +231,6 @@ def resolve(loss: Any, metrics: Any, loss_weights: Any = None) -> tuple[Any, tup
     else:
         per_output = {k: list(metrics) for k in multi.keys}
     for k in multi.keys:
-        if multi.losses[k] is not None:
-            resolved.append(OutputLoss(multi.losses[k], k))
-    for k in multi.keys:
         for m in per_output[k]:
             resolved.append(OutputMetric(_metrics.get(m, loss=multi.losses[k]), k))
-    return multi, tuple(resolved)
+    return resolved

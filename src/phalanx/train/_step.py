@@ -107,6 +107,10 @@ class StepConfig:
     # parameters to whole ones inside the differentiated loss, so the gradient of each
     # slice arrives reduce-scattered (summed over replicas).
     gather_params: Callable | None = None
+    # One flag per metric: True to weigh its updates by sample_weight (Keras 3's
+    # weighted_metrics, each output's loss); False (metrics=, and when not given) masks
+    # only the padding.
+    weighted_metrics: tuple = ()
 
 
 def module_call_style(module: nnx.Module) -> dict[str, bool]:
@@ -213,13 +217,20 @@ def _accumulate(
 ):
     """Adds this step's loss, metric increments and label check, over replicas, to the state.
 
+    ``weight`` is the sample weight of each example (0 for padding), ``mask`` 1
+    for real examples: ``metrics=`` see only the mask, ``weighted_metrics=``
+    the weight, as Keras 3.
     ``penalty`` is this replica's share of the regularization term of the logged
     loss, already multiplied by the examples it counts for (Keras logs the data
     loss plus the penalties, averaged over the examples). One ``psum`` carries
     the loss, the metrics and the count of bad labels; one ``pmin`` the bad
     labels' extremes, only for a loss that checks its labels.
     """
-    incs = tuple(m.update(m.init(), y, y_pred, sample_weight=weight) for m in config.metrics)
+    flags = config.weighted_metrics or (False,) * len(config.metrics)
+    incs = tuple(
+        m.update(m.init(), y, y_pred, sample_weight=weight if weighted else mask)
+        for m, weighted in zip(config.metrics, flags, strict=True)
+    )
     loss_inc = jnp.zeros(2, jnp.float32)
     if per_example is not None:
         weighted = jnp.where(mask > 0, per_example * weight, 0.0)

@@ -81,6 +81,7 @@ class Trainer:
         jit_compile: bool | str = "auto",
         seed: int | None = None,
         loss_weights: Any = None,
+        weighted_metrics: Sequence[Any] | None = None,
     ) -> None:
         """Configures the model for training (Keras's ``compile``).
 
@@ -91,7 +92,8 @@ class Trainer:
           loss: a Keras loss name, a ``phalanx.losses`` object, or a callable
             ``(y_true, y_pred) -> per-example losses``.
           metrics: names (``"accuracy"`` is resolved from the loss, as Keras does)
-            or ``phalanx.metrics`` objects.
+            or ``phalanx.metrics`` objects. As Keras 3, they are not weighted by
+            ``sample_weight`` or ``class_weight`` (padding never counts).
           steps_per_execution: the number of training steps fused into one compiled
             program (``lax.scan``); callbacks and the progress bar see each
             execution once, with every step counted.
@@ -101,7 +103,10 @@ class Trainer:
           seed: the seed of the dropout keys and of ``fit``'s shuffling; default 0,
             or drawn from ``phalanx.utils.set_random_seed``'s stream once it was called.
           loss_weights: with a loss per output (a list or dict), the weight of
-            each output's loss in the total, as Keras.
+            each output's loss in the total, as Keras; with one loss, a number
+            that scales it.
+          weighted_metrics: metrics weighted by ``sample_weight`` and
+            ``class_weight`` (Keras 3's ``weighted_metrics``), the forms of ``metrics``.
 
         Raises:
           ValueError: an argument is out of range.
@@ -116,6 +121,7 @@ class Trainer:
             "loss": loss,
             "metrics": metrics,
             "loss_weights": loss_weights,
+            "weighted_metrics": weighted_metrics,
             "steps_per_execution": steps_per_execution,
         }
         self._config = resolve_compile(
@@ -125,6 +131,7 @@ class Trainer:
             steps_per_execution,
             model_seed() if seed is None else seed,
             loss_weights=loss_weights,
+            weighted_metrics=weighted_metrics,
         )
         _multi_output.name_outputs(
             self._config.metrics, getattr(self._module, "output_names", None)
@@ -266,6 +273,7 @@ class Trainer:
             eval_graphdef=eval_graphdef,
             loss=config.loss,
             metrics=tuple(config.metrics),
+            weighted_metrics=tuple(config.weighted),
             optimizer=config.tx,
             compute_dtype=_compute_dtype(self._strategy),
             trainable=trainable,

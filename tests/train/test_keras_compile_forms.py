@@ -1,0 +1,158 @@
+"""compile's forms and sample weights as Keras 3 (JAX backend): each case runs in both.
+
+Keras 3 weighs only the loss and ``weighted_metrics=`` by ``sample_weight``
+(and ``class_weight``); ``metrics=`` see every example alike
+(``trainers/compile_utils.py``, ``CompileMetrics.update_state``). Padding of a
+partial batch still counts nowhere in phalanx's metrics.
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+import phalanx
+from phalanx import layers, metrics
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+keras = pytest.importorskip("keras")
+
+RNG = np.random.default_rng(7)
+X = RNG.normal(size=(20, 3)).astype(np.float32)
+Y = RNG.normal(size=(20, 1)).astype(np.float32)
+W = RNG.uniform(0.0, 2.0, size=(20,)).astype(np.float32)
+
+
+def _pair(units=1):
+    ours = phalanx.Sequential([layers.Input(shape=(3,)), layers.Dense(units)])
+    theirs = keras.Sequential([keras.layers.Input(shape=(3,)), keras.layers.Dense(units)])
+    theirs.set_weights(ours.get_weights())
+    return ours, theirs
+
+
+def _same_history(a, b):
+    assert sorted(a) == sorted(b)
+    for key in b:
+        np.testing.assert_allclose(a[key], b[key], rtol=1e-4, atol=1e-6, err_msg=key)
+
+
+def _same_logs(a, b):
+    assert sorted(a) == sorted(b)
+    for key in b:
+        np.testing.assert_allclose(a[key], b[key], rtol=1e-4, atol=1e-6, err_msg=key)
+
+
+def _compile_both(ours, theirs, kwargs):
+    ours.compile(optimizer=phalanx.optimizers.SGD(0.05), **kwargs(metrics))
+    theirs.compile(optimizer=keras.optimizers.SGD(0.05), **kwargs(keras.metrics))
+
+
+def test_sample_weight_weighs_the_loss_and_weighted_metrics_not_metrics():
+    """keras-io "customizing what happens in fit": fit and evaluate with sample_weight."""
+    ours, theirs = _pair()
+    _compile_both(
+        ours,
+        theirs,
+        kwargs=lambda m: dict(
+            loss="mse",
+            metrics=["mae", m.MeanSquaredError(name="plain_mse")],
+            weighted_metrics=[m.MeanAbsoluteError(name="weighted_mae")],
+        ),
+    )
+    # batch 8 over 20 examples: a partial last batch, whose padding counts nowhere
+    args = dict(x=X, y=Y, sample_weight=W, batch_size=8, verbose=0)
+    a = ours.fit(**args, epochs=2, shuffle=False).history
+    b = theirs.fit(**args, epochs=2, shuffle=False).history
+    _same_history(a, b)
+    assert a["mae"] != pytest.approx(a["weighted_mae"])  # the weights matter
+    _same_logs(ours.evaluate(**args, return_dict=True), theirs.evaluate(**args, return_dict=True))
+
+
+def test_class_weight_weighs_only_weighted_metrics():
+    ours = phalanx.Sequential([layers.Input(shape=(3,)), layers.Dense(3, activation="softmax")])
+    theirs = keras.Sequential(
+        [keras.layers.Input(shape=(3,)), keras.layers.Dense(3, activation="softmax")]
+    )
+    theirs.set_weights(ours.get_weights())
+    labels = RNG.integers(0, 3, size=(20,)).astype(np.int32)
+    _compile_both(
+        ours,
+        theirs,
+        kwargs=lambda m: dict(
+            loss="sparse_categorical_crossentropy",
+            metrics=["accuracy"],
+            weighted_metrics=[m.SparseCategoricalAccuracy(name="weighted_acc")],
+        ),
+    )
+    args = dict(x=X, y=labels, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    weights = {0: 0.2, 1: 1.0, 2: 3.0}
+    a = ours.fit(**args, class_weight=weights).history
+    b = theirs.fit(**args, class_weight=weights).history
+    _same_history(a, b)
+
+
+def test_weighted_metrics_per_output_of_a_two_output_model():
+    inputs = keras.Input(shape=(3,))
+    theirs = keras.Model(
+        inputs, [keras.layers.Dense(1, name="a")(inputs), keras.layers.Dense(1, name="b")(inputs)]
+    )
+    x = layers.Input(shape=(3,))
+    ours = phalanx.Model(x, [layers.Dense(1, name="a")(x), layers.Dense(1, name="b")(x)])
+    theirs.set_weights(ours.get_weights())
+    _compile_both(
+        ours,
+        theirs,
+        kwargs=lambda m: dict(
+            loss=["mse", "mse"], metrics=[["mae"], []], weighted_metrics=[[], ["mae"]]
+        ),
+    )
+    args = dict(x=X, y=[Y, 2 * Y], sample_weight=W, batch_size=8, verbose=0)
+    _same_history(
+        ours.fit(**args, epochs=1, shuffle=False).history,
+        theirs.fit(**args, epochs=1, shuffle=False).history,
+    )
+
+
+def test_weighted_metrics_must_be_a_list_as_keras():
+    model = phalanx.Sequential([layers.Input(shape=(3,)), layers.Dense(1)])
+    with pytest.raises(ValueError, match="weighted_metrics must be a list, got str"):
+        model.compile(loss="mse", weighted_metrics="mae")
+
+
+@pytest.mark.parametrize("loss_weights", [0.2, [0.2], {"dense": 0.2}])
+def test_loss_weights_scale_the_one_loss_as_keras(loss_weights):
+    ours, theirs = _pair()
+    theirs_weights = 0.2 if isinstance(loss_weights, dict) else loss_weights
+    ours.compile(optimizer=phalanx.optimizers.SGD(0.05), loss="mse", loss_weights=loss_weights)
+    theirs.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse", loss_weights=theirs_weights)
+    args = dict(x=X, y=Y, batch_size=8, verbose=0)
+    _same_history(
+        ours.fit(**args, epochs=2, shuffle=False).history,
+        theirs.fit(**args, epochs=2, shuffle=False).history,
+    )
+    np.testing.assert_allclose(ours.get_weights()[0], theirs.get_weights()[0], rtol=1e-5)
+
+
+def test_loss_weights_of_one_loss_must_be_one_number():
+    model = phalanx.Sequential([layers.Input(shape=(3,)), layers.Dense(1)])
+    with pytest.raises(ValueError, match=r"must be a number \(or a list of one\), got \[1, 2\]"):
+        model.compile(loss="mse", loss_weights=[1, 2])
+
+
+def test_a_none_loss_leaves_its_outputs_untrained_as_keras():
+    def outputs(lib, x):
+        return [lib.layers.Dense(1, name=n)(x) for n in ("a", "b", "c")]
+
+    inputs = keras.Input(shape=(3,))
+    theirs = keras.Model(inputs, outputs(keras, inputs))
+    x = layers.Input(shape=(3,))
+    ours = phalanx.Model(x, outputs(phalanx, x))
+    theirs.set_weights(ours.get_weights())
+    _compile_both(ours, theirs, kwargs=lambda m: dict(loss=["mse", None, None]))
+    args = dict(x=X, y=[Y, Y, Y], batch_size=8, verbose=0)
+    _same_history(
+        ours.fit(**args, epochs=1, shuffle=False).history,
+        theirs.fit(**args, epochs=1, shuffle=False).history,
+    )
+    for a, b in zip(ours.get_weights(), theirs.get_weights(), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
