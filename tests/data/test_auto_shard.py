@@ -1,4 +1,6 @@
-"""auto_shard with simulated pipeline counts: shares are disjoint and cover every element once."""
+"""auto_shard with simulated pipeline counts: shares are disjoint and cover every element once.
+
+TensorFlow's own auto-shard cases are in test_auto_shard_tf.py."""
 
 import numpy as np
 import pytest
@@ -87,7 +89,7 @@ def test_data_policy_splits_each_global_batch(drop):
     global_batches = elements(ds)
     shares = []
     for i in range(4):
-        mine, used, reason = auto_shard(ds, 4, i)
+        mine, used, reason = auto_shard(ds, 4, i, global_batches=True)
         assert used == AutoShardPolicy.DATA and "global batch of 8" in reason
         if drop:
             assert mine.element_spec == TensorSpec((2,), np.int64)
@@ -101,7 +103,7 @@ def test_data_policy_batch_must_divide():
     with pytest.raises(
         BatchNotDivisibleError, match="batch size 10 does not divide by the 4 input pipelines"
     ):
-        auto_shard(Dataset.range(40).batch(10), 4, 0, AutoShardPolicy.DATA)
+        auto_shard(Dataset.range(40).batch(10), 4, 0, AutoShardPolicy.DATA, global_batches=True)
 
 
 @pytest.mark.parametrize("drop", [False, True])
@@ -112,14 +114,15 @@ def test_off_policy_keeps_the_global_batch(drop):
     want = [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11], [12, 13, 14, 15]]
     want += [] if drop else [[16, 17, 18, 19]]
     for i in range(2):
-        mine, used, reason = auto_shard(ds, 2, i)
+        mine, used, reason = auto_shard(ds, 2, i, global_batches=True)
         assert used == AutoShardPolicy.OFF and "in batches of 4" in reason, reason
         assert [list(b) for b in elements(mine)] == want
         assert mine.element_spec == TensorSpec((4 if drop else None,), np.int64)
     with pytest.raises(
         BatchNotDivisibleError, match="auto_shard OFF: .* 8 does not divide by the 3"
     ):
-        auto_shard(ds, 3, 0)
+        auto_shard(ds, 3, 0, global_batches=True)
+    assert auto_shard(ds, 2, 0)[0] is ds  # tf.data's _AutoShardDataset: OFF changes nothing
 
 
 def test_off_policy_and_dataset_options():

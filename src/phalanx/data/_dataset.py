@@ -421,7 +421,12 @@ class Dataset:
         return SkipDataset(self, check_int("count", count, "skip"))
 
     def shard(self, num_shards: int, index: int) -> Dataset:
-        """Every ``num_shards``-th element, starting at ``index``."""
+        """Every ``num_shards``-th element, starting at ``index``.
+
+        ``shard(phalanx.data.experimental.SHARD_HINT, 0)`` is a placeholder that
+        auto-sharding with ``AutoShardPolicy.HINT`` replaces with
+        ``shard(num_input_pipelines, input_pipeline_id)``.
+        """
         from ._shard import ShardDataset
 
         return ShardDataset(self, num_shards, index)

@@ -21,12 +21,14 @@ UNKNOWN_CARDINALITY = -2
 class AutoShardPolicy(enum.IntEnum):
     """How a pipeline is split over input pipelines (processes), as ``tf.data.experimental.AutoShardPolicy``.
 
-    ``AUTO`` uses ``FILE`` when the pipeline reads at least as many files as
-    there are input pipelines, else ``DATA``. ``FILE`` gives each pipeline a
-    disjoint subset of the files. ``DATA`` has every pipeline read everything
-    and keep its share of each batch (see ``phalanx.data.auto_shard``).
-    ``OFF`` does not shard: every pipeline sees every element, and a final
-    ``batch(B)`` is still the global batch (``B / n`` per pipeline, as TF).
+    ``FILE`` finds the pipeline's file readers as tf.data's rewrite does and gives
+    each pipeline a disjoint subset of the files. ``DATA`` has every pipeline read
+    everything and keep every ``n``-th element (with global batches, its rows of
+    each batch). ``HINT`` replaces ``shard(SHARD_HINT, ...)`` placeholders.
+    ``AUTO`` uses ``FILE`` where it finds readers (and at least as many files as
+    pipelines), else ``DATA``. ``OFF`` does not shard: every pipeline sees every
+    element (with global batches, a final ``batch(B)`` is still the global
+    batch: ``B / n`` per pipeline, as TF). See ``phalanx.data.auto_shard``.
     """
 
     OFF = -1

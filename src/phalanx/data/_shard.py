@@ -1,53 +1,96 @@
 """``Dataset.shard`` and ``auto_shard``: splitting a pipeline over input pipelines (processes).
 
 ``auto_shard(dataset, num_input_pipelines, input_pipeline_id)`` rewrites a
-pipeline so that each of ``num_input_pipelines`` processes reads a disjoint
-share, and the shares together hold every element exactly once per epoch:
+pipeline as tf.data's auto-shard rewrite (``_AutoShardDataset``, grappler's
+``auto_shard.cc``) does, so that each of ``n`` processes reads a disjoint share:
 
-* ``OFF``: not sharded; every pipeline reads every element. As tf.data, a
-  final ``batch(B)`` (followed only by element-wise steps) is still the
-  *global* batch: each pipeline rebatches it into batches of ``B/n`` (the
-  same rows on every pipeline), so the pipelines' batches of step ``k``
-  together make one global batch of ``B`` and an epoch takes ``n`` times the
-  steps (TF: 32 per replica for ``batch(64)`` on 2 workers). ``B`` must divide
-  by ``n``. Without a final batch the pipeline is unchanged.
-* ``FILE``: the pipeline's file source (a ``FileSourceDataset``, e.g. the
-  one under ``list_files``) keeps files ``id, id + n, id + 2n ...`` of its
-  sorted list, before any file shuffle, so shares are disjoint whatever the
-  seeds. Needs exactly one file source and at least ``n`` files. If the
-  pipeline ends with ``batch(B)`` (as DATA below), it becomes ``batch(B/n)``,
-  as tf.data rebatches: the pipelines' batches of one step make one global
-  batch of ``B`` (when ``B`` does not divide by ``n``, each pipeline keeps
-  ``batch(B)`` and the reason says so).
-* ``DATA``: every pipeline reads everything and keeps its share. tf.data
-  shards the rebatched per-worker batches at the end of the pipeline; phalanx
-  makes the same promise explicit. If the pipeline ends with ``batch(B)``
-  (followed only by element-wise steps: ``map``, ``prefetch``, ``take``,
-  ``skip``, ``repeat``, ``with_options``), each global batch is split by rows:
-  pipeline ``i`` gets rows ``[i*B/n, (i+1)*B/n)``, so the global batch of step
-  ``k`` is exactly the concatenation of the pipelines' batches of step ``k``
-  and every pipeline takes the same number of steps (a short last batch
-  gives some pipelines 0 rows; use ``drop_remainder=True`` for static
-  shapes). ``B`` must divide by ``n``. On the in-memory fast path each
-  pipeline gathers only its own rows. Without such a final batch the
-  elements are sharded round-robin with ``shard(n, i)`` at the end.
-* ``AUTO``: ``FILE`` when the pipeline has one file source with at least
-  ``n`` files, else ``DATA``; the returned reason says which and why.
+* ``OFF``: unchanged; every pipeline sees every element (but see
+  ``global_batches`` below).
+* ``FILE``: walking from the end of the pipeline towards its sources, through
+  the steps that pass elements on (``batch``, ``map``, ``filter``, ``shuffle``,
+  ``repeat``, ``take``, ``skip``, ``prefetch``, ``cache``, ``unbatch``,
+  ``rebatch``, ``padded_batch``, ``window``, ``shard``, ``with_options``; an
+  ``assert_cardinality`` is dropped, as TF drops it), into every input of
+  ``zip`` and ``concatenate``, and through ``interleave``/``flat_map``, the
+  rewrite looks for the file readers. An ``interleave``/``flat_map`` whose
+  function returns a reader (``TFRecordDataset``, ``TextLineDataset``, any
+  ``FileSourceDataset``; the function is called on the first input element)
+  gets its input (the file names) sharded with ``shard(n, i)``, a shuffle of
+  those names moved after the shard (so the shares are disjoint whatever the
+  seed); a reader reached directly keeps files ``i, i + n ...`` of its list.
+  Everything after the reader is unchanged: ``list_files().flat_map(
+  TFRecordDataset).batch(5)`` over 5 pipelines gives pipeline 3 the batches
+  of 5 of files 3 and 8. The walk fails on any other step (``unique``,
+  ``scan``, ``enumerate`` ...) and on sources that are not readers
+  (``range``, ``from_tensor_slices``, ``from_generator``, ``list_files``
+  alone).
+* ``DATA``: ``shard(n, i)`` of the pipeline's elements, before a final
+  ``prefetch``/``with_options``: every pipeline reads everything.
+* ``HINT``: every ``shard(SHARD_HINT, ...)`` placeholder becomes
+  ``shard(n, i)``; other shards are left alone.
+* ``AUTO``: ``FILE`` where the walk finds readers, else ``DATA``; the returned
+  reason says which and why.
+
+A shard that auto-sharding inserts needs at least ``n`` elements at that
+point (files under FILE): the pipelines that would get an element raise
+``AutoShardError``, as TF's ``require_non_empty`` shard raises. phalanx knows
+a reader's file list when the pipeline is built, so there FILE raises and
+AUTO falls back to DATA at once when there are fewer files than pipelines.
+
+With ``global_batches=True`` (``strategy.experimental_distribute_dataset``
+uses it) the pipeline yields *global* batches that the pipelines together make
+up, as tf.distribute rebatches before its rewrite. Under OFF a final ``batch(B)``
+(followed only by element-wise steps) is rebatched into batches of ``B/n``,
+the same rows on every pipeline, so the pipelines' batches of step ``k``
+together make one global batch of ``B`` and an epoch takes ``n`` times the
+steps (TF: 32 per replica for ``batch(64)`` on 2 workers); under FILE and HINT a final
+``batch(B)`` becomes ``batch(B / n)`` (kept whole when ``B`` does not divide by
+``n``; the reason says so), and under DATA a final ``batch(B)`` (followed only
+by ``map``, ``prefetch``, ``take``, ``skip``, ``repeat``, ``with_options``) is
+split by rows: pipeline ``i`` gets rows ``[i*B/n, (i+1)*B/n)`` of every global
+batch, so the global batch of step ``k`` is the concatenation of the
+pipelines' batches of step ``k`` and every pipeline takes the same number of
+steps (a short last batch gives some pipelines 0 rows; use
+``drop_remainder=True`` for static shapes). ``B`` must divide by ``n``. On the
+in-memory fast path each pipeline gathers only its own rows.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..errors import AutoShardError, BatchNotDivisibleError, DatasetArgumentError
-from ._batch import BatchDataset, RebatchDataset
+from ._assert_cardinality import AssertCardinalityDataset
+from ._batch import BatchDataset, PaddedBatchDataset, RebatchDataset, UnbatchDataset
+from ._cache import CacheDataset
 from ._dataset import Dataset, check_positive
+from ._filter import FilterDataset
+from ._interleave import InterleaveDataset
 from ._iterator import state_int
-from ._options import AutoShardPolicy
+from ._map import _EMPTY, MapDataset, first_element
+from ._options import UNKNOWN_CARDINALITY, AutoShardPolicy
+from ._prefetch import PrefetchDataset
 from ._repeat import RepeatDataset
-from ._sources import FileSourceDataset
+from ._shuffle import ShuffleDataset
+from ._sources import (
+    ConcatenateDataset,
+    FileSourceDataset,
+    GeneratorDataset,
+    ListFilesDataset,
+    RangeDataset,
+    TensorsDataset,
+    TensorSlicesDataset,
+    ZipDataset,
+)
 from ._take_skip import SkipDataset, TakeDataset, _PassIndex
+from ._window import WindowDataset
 from ._with_options import OptionsDataset
+
+SHARD_HINT = -1
+"""``shard(SHARD_HINT, ...)``: a placeholder that ``AutoShardPolicy.HINT`` replaces with
+``shard(num_input_pipelines, input_pipeline_id)`` (``tf.data.experimental.SHARD_HINT``)."""
 
 
 class ShardDataset(Dataset):
@@ -55,8 +98,14 @@ class ShardDataset(Dataset):
 
     _input_attrs = ("_input",)
 
-    def __init__(self, input_dataset: Dataset, num_shards: int, index: int):
+    def __init__(
+        self, input_dataset: Dataset, num_shards: int, index: int, require_non_empty: bool = False
+    ):
         self._input = input_dataset
+        self._require = bool(require_non_empty)
+        if isinstance(num_shards, int | np.integer) and num_shards == SHARD_HINT:
+            self._n, self._index = SHARD_HINT, int(index)  # replaced by HINT auto-sharding
+            return
         self._n = check_positive("num_shards", num_shards, "shard")
         if not 0 <= int(index) < self._n:
             raise DatasetArgumentError(
@@ -66,21 +115,39 @@ class ShardDataset(Dataset):
         self._index = int(index)
 
     def _iterator(self, ctx):
-        return _ShardIterator(self._input._iterator(ctx), self._n, self._index)
+        if self._n == SHARD_HINT:
+            raise AutoShardError(
+                "shard(SHARD_HINT, ...) is a placeholder that only auto-sharding with "
+                "AutoShardPolicy.HINT replaces (with shard(num_input_pipelines, "
+                "input_pipeline_id)); iterated as it is, it has no number of shards. Set "
+                "options.experimental_distribute.auto_shard_policy = AutoShardPolicy.HINT, or "
+                "pass the number of shards."
+            )
+        return _ShardIterator(self._input._iterator(ctx), self._n, self._index, self._require)
 
     def _cardinality(self) -> int:
         n = self._input._cardinality()
-        if n < 0:
-            return n
+        if n < 0 or self._n == SHARD_HINT:
+            return n if n < 0 else UNKNOWN_CARDINALITY
         return n // self._n + (1 if self._index < n % self._n else 0)
 
     def _compute_spec(self):
         return self._input.element_spec
 
 
+def _too_few(seen: int, n: int) -> AutoShardError:
+    return AutoShardError(
+        f"auto-sharding needs at least one element for each of the {n} input pipelines where "
+        f"it shards, but the pipeline has only {seen} there (files under FILE sharding). Use "
+        f"fewer input pipelines, write more (smaller) files, or set "
+        "options.experimental_distribute.auto_shard_policy to AutoShardPolicy.DATA or OFF."
+    )
+
+
 class _ShardIterator(_PassIndex):
-    def __init__(self, child, num_shards, index):
+    def __init__(self, child, num_shards, index, require_non_empty=False):
         self.child, self.k, self.i = child, num_shards, index
+        self.require = require_non_empty
         self.pos = 0  # input elements consumed
 
     def __next__(self):
@@ -88,7 +155,28 @@ class _ShardIterator(_PassIndex):
             x = next(self.child)
             self.pos += 1
             if (self.pos - 1) % self.k == self.i:
+                if self.require and self.pos < self.k:
+                    self._first_k_exist(indices=False)
                 return x
+
+    def _first_k_exist(self, indices: bool) -> None:
+        """tf.data's ``require_non_empty``: having taken its first element, a shard checks that
+        the input has ``k`` elements (those before the k-th are skipped anyway)."""
+        while self.pos < self.k:
+            if indices:
+                extra = self.child.next_indices(self.k - self.pos)
+                if extra is None:
+                    indices = False
+                    continue
+                if extra.size == 0:
+                    raise _too_few(self.pos, self.k)
+                self.pos += extra.size
+            else:
+                try:
+                    next(self.child)
+                except StopIteration:
+                    raise _too_few(self.pos, self.k) from None
+                self.pos += 1
 
     def next_indices(self, want):
         parts, got = [], 0
@@ -102,6 +190,8 @@ class _ShardIterator(_PassIndex):
                 break
             mine = raw[first - self.pos :: self.k]
             self.pos += raw.size
+            if self.require and mine.size and self.pos < self.k:
+                self._first_k_exist(indices=True)
             parts.append(mine)
             got += mine.size
         return np.concatenate(parts) if parts else np.empty(0, np.int64)
@@ -114,7 +204,37 @@ class _ShardIterator(_PassIndex):
         self.child.set_state(state["child"])
 
 
-_ELEMENTWISE_AFTER_BATCH = ("MapDataset", "PrefetchDataset", "OptionsDataset")
+# How the FILE walk treats each kind of node, as the lists in TF's auto_shard.cc.
+_PASS_THROUGH = (
+    BatchDataset,
+    CacheDataset,
+    FilterDataset,
+    MapDataset,
+    OptionsDataset,
+    PaddedBatchDataset,
+    PrefetchDataset,
+    RebatchDataset,
+    RepeatDataset,
+    ShardDataset,
+    ShuffleDataset,
+    SkipDataset,
+    TakeDataset,
+    UnbatchDataset,
+    WindowDataset,
+)
+_MULTIPLE_INPUTS = (ConcatenateDataset, ZipDataset)
+_UNSHARDABLE_SOURCES = (
+    GeneratorDataset,
+    ListFilesDataset,
+    RangeDataset,
+    TensorSlicesDataset,
+    TensorsDataset,
+)
+_ELEMENTWISE_AFTER_BATCH = (MapDataset, PrefetchDataset, OptionsDataset)
+
+
+class _NotFound(Exception):
+    """FILE sharding found no reader to shard (TF's NotFound: AUTO then shards by DATA)."""
 
 
 def auto_shard(
@@ -122,6 +242,8 @@ def auto_shard(
     num_input_pipelines: int,
     input_pipeline_id: int,
     policy: AutoShardPolicy | None = None,
+    *,
+    global_batches: bool = False,
 ) -> tuple[Dataset, AutoShardPolicy, str]:
     """This input pipeline's share of ``dataset``, as tf.data's auto-sharding (see module docstring).
 
@@ -130,45 +252,77 @@ def auto_shard(
         num_input_pipelines: How many pipelines (processes) read it.
         input_pipeline_id: This pipeline's index in ``[0, num_input_pipelines)``.
         policy: The policy; by default ``dataset.options().experimental_distribute.auto_shard_policy``.
+        global_batches: The pipeline's final ``batch(B)`` makes global batches that the
+            pipelines together yield (as the input of
+            ``strategy.experimental_distribute_dataset``): FILE and HINT make it
+            ``batch(B / n)``, DATA gives each pipeline its rows of every global batch,
+            OFF rebatches it into batches of ``B / n``.
 
     Returns:
         ``(sharded_dataset, policy_used, reason)``: ``policy_used`` is ``FILE``,
-        ``DATA`` or ``OFF`` (never ``AUTO``); ``reason`` says why, for logs.
+        ``DATA``, ``HINT`` or ``OFF`` (never ``AUTO``); ``reason`` says why, for logs.
 
     Raises:
-        AutoShardError: ``FILE`` was asked for a pipeline without exactly one file source,
+        AutoShardError: ``FILE`` was asked for a pipeline where the walk finds no reader,
             or with fewer files than pipelines.
-        BatchNotDivisibleError: ``DATA`` on a batched pipeline whose batch size does not
-            divide by ``num_input_pipelines``.
+        BatchNotDivisibleError: ``DATA`` or ``OFF`` with ``global_batches`` on a batched pipeline
+            whose batch size does not divide by ``num_input_pipelines``.
 
     Example:
-        >>> ds = Dataset.range(8).batch(4)
+        >>> ds = Dataset.range(8).batch(2)
         >>> mine, used, why = auto_shard(ds, 2, 1)
         >>> used, [b.tolist() for b in mine]
         (<AutoShardPolicy.DATA: 2>, [[2, 3], [6, 7]])
+        >>> mine, used, why = auto_shard(ds.unbatch().batch(4), 2, 1, global_batches=True)
+        >>> [b.tolist() for b in mine]
+        [[2, 3], [6, 7]]
     """
     n = check_positive("num_input_pipelines", num_input_pipelines, "auto_shard")
-    if not 0 <= input_pipeline_id < n:
+    if isinstance(input_pipeline_id, bool) or not isinstance(input_pipeline_id, int | np.integer):
         raise DatasetArgumentError(
-            f"auto_shard: input_pipeline_id must be in [0, {n}), got {input_pipeline_id}."
+            f"auto_shard: input_pipeline_id must be an int, got "
+            f"{type(input_pipeline_id).__name__} {input_pipeline_id!r:.40}."
+        )
+    i = int(input_pipeline_id)
+    if not 0 <= i < n:
+        raise DatasetArgumentError(f"auto_shard: input_pipeline_id must be in [0, {n}), got {i}.")
+    if not isinstance(global_batches, bool):
+        raise DatasetArgumentError(
+            f"auto_shard: global_batches must be True or False, got {global_batches!r:.40}."
         )
     if policy is None:
         policy = dataset.options().experimental_distribute.auto_shard_policy
     policy = AutoShardPolicy(policy)
+    if policy == AutoShardPolicy.OFF:
+        if global_batches and n > 1:
+            return _off_rebatch(dataset, n)
+        return dataset, policy, "auto_shard_policy is OFF: every input pipeline reads every element"
+    if policy == AutoShardPolicy.HINT:
+        found = [0]
+        sharded = _replace_hints(dataset, n, i, found)
+        reason = (
+            f"HINT: {found[0]} shard(SHARD_HINT) placeholder(s) became shard({n}, {i})"
+            if found[0]
+            else "HINT: the pipeline has no shard(SHARD_HINT) placeholder; it is unchanged"
+        )
+        if global_batches:
+            sharded, rebatched = _file_rebatch(sharded, n)
+            reason += rebatched
+        return sharded, policy, reason
     if n == 1:
         return dataset, AutoShardPolicy.OFF, "one input pipeline: nothing to shard"
-    if policy == AutoShardPolicy.OFF:
-        return _off_rebatch(dataset, n)
-    sources = _file_sources(dataset)
     if policy in (AutoShardPolicy.AUTO, AutoShardPolicy.FILE):
-        problem = _file_problem(sources, n)
-        if problem is None:
-            (source,) = sources
-            files = source.filenames
-            reason = f"FILE: {len(files)} files over {n} input pipelines, this one reads {len(files[input_pipeline_id::n])}"
-            sharded = _replace(dataset, source, source._with_filenames(files[input_pipeline_id::n]))
-            sharded, rebatched = _file_rebatch(sharded, n)
-            return sharded, AutoShardPolicy.FILE, reason + rebatched
+        notes: list[str] = []
+        try:
+            sharded = _shard_by_file(dataset, n, i, notes)
+        except _NotFound as e:
+            problem = str(e)
+        else:
+            reason = "FILE: " + "; ".join(notes)
+            if global_batches:
+                sharded, rebatched = _file_rebatch(sharded, n)
+                reason += rebatched
+            return sharded, AutoShardPolicy.FILE, reason
         if policy == AutoShardPolicy.FILE:
             raise AutoShardError(
                 f"auto_shard_policy FILE cannot shard this pipeline: {problem}. Use "
@@ -178,34 +332,111 @@ def auto_shard(
         prefix = f"AUTO chose DATA because {problem}: "
     else:
         prefix = ""
-    sharded, how = _data_shard(dataset, n, input_pipeline_id)
+    if global_batches:
+        sharded, how = _data_shard_rows(dataset, n, i)
+    else:
+        sharded, how = _shard_at_end(dataset, n, i), f"DATA: elements sharded with shard({n}, {i})"
     return sharded, AutoShardPolicy.DATA, prefix + how
 
 
-def _file_sources(dataset: Dataset) -> list[FileSourceDataset]:
-    if isinstance(dataset, FileSourceDataset):
-        return [dataset]
-    return [s for d in dataset._inputs() for s in _file_sources(d)]
+def _shard_by_file(node: Dataset, n: int, i: int, notes: list[str]) -> Dataset:
+    """TF's ``RecursivelyHandleOp``: ``node`` with its readers' inputs sharded, or ``_NotFound``."""
+    kind = type(node)
+    name = kind.__name__.removesuffix("Dataset").lstrip("_")
+    if kind is AssertCardinalityDataset:  # TF removes it: the count no longer holds
+        return _shard_by_file(node._input, n, i, notes)
+    if kind in _UNSHARDABLE_SOURCES:
+        raise _NotFound(
+            f"the pipeline reads no files through the steps FILE sharding looks through (it "
+            f"reached the source {name}, which is not a file reader)"
+        )
+    if kind in _MULTIPLE_INPUTS:
+        return node._with_inputs([_shard_by_file(d, n, i, notes) for d in node._inputs()])
+    if kind is InterleaveDataset and _reader_in_function(node):
+        return node._with_inputs([_shard_names(node._input, n, i, notes)])
+    if isinstance(node, FileSourceDataset):
+        files = node.filenames
+        if len(files) < n:
+            raise _NotFound(
+                f"the pipeline reads {len(files)} files, fewer than the {n} input pipelines"
+            )
+        notes.append(
+            f"{len(files)} files over {n} input pipelines, this one reads {len(files[i::n])}"
+        )
+        return node._with_filenames(files[i::n])
+    if kind is not InterleaveDataset and kind not in _PASS_THROUGH:
+        raise _NotFound(
+            f"walking from the end of the pipeline towards its files it reached {name}, a step "
+            "that FILE sharding does not look through (as tf.data's auto-shard rewrite)"
+        )
+    (child,) = node._inputs()
+    return node._with_inputs([_shard_by_file(child, n, i, notes)])
 
 
-def _file_problem(sources: list[FileSourceDataset], n: int) -> str | None:
-    if not sources:
-        return "the pipeline reads no files (its source is not a file source)"
-    if len(sources) > 1:
-        return f"the pipeline has {len(sources)} file sources; FILE sharding needs exactly one"
-    count = len(sources[0].filenames)
-    if count < n:
-        return f"the pipeline reads {count} files, fewer than the {n} input pipelines"
-    return None
+def _reader_in_function(node: InterleaveDataset) -> bool:
+    """Whether ``interleave``'s function returns a dataset that reads files (TF: a reader op in
+    its function), found by calling it on the first input element."""
+    x = first_element(node._input)
+    if x is _EMPTY:
+        return False
+    from . import _structure as st
+
+    return _reads_files(st.call_unpacked(node._fn, x))
 
 
-def _replace(dataset: Dataset, old: Dataset, new: Dataset) -> Dataset:
-    if dataset is old:
-        return new
-    inputs = dataset._inputs()
+def _reads_files(ds: Any) -> bool:
+    if not isinstance(ds, Dataset):
+        return False
+    if isinstance(ds, FileSourceDataset) and not isinstance(ds, ListFilesDataset):
+        return True
+    if isinstance(ds, InterleaveDataset) and _reader_in_function(ds):
+        return True
+    return any(_reads_files(d) for d in ds._inputs())
+
+
+def _shard_names(names: Dataset, n: int, i: int, notes: list[str]) -> Dataset:
+    """TF's ``ProcessDatasetSourceNode``: ``shard(n, i)`` of the file names, with the shuffles
+    before it removed and the last one put back after it (so the shares are disjoint)."""
+    shuffles: list[ShuffleDataset] = []
+    plain = _without_shuffles(names, shuffles)
+    count = plain._cardinality()
+    if 0 <= count < n:
+        raise _NotFound(f"the pipeline reads {count} files, fewer than the {n} input pipelines")
+    if count >= 0:
+        notes.append(
+            f"{count} files over {n} input pipelines, this one reads {len(range(i, count, n))}"
+        )
+    else:
+        notes.append(f"the files over {n} input pipelines, this one reads every {n}th from {i}")
+    out: Dataset = ShardDataset(plain, n, i, require_non_empty=True)
+    if shuffles:
+        out = shuffles[-1]._with_inputs([out])
+    return out
+
+
+def _without_shuffles(node: Dataset, found: list[ShuffleDataset]) -> Dataset:
+    if isinstance(node, ShuffleDataset):
+        found.append(node)
+        return _without_shuffles(node._input, found)
+    inputs = node._inputs()
     if not inputs:
-        return dataset
-    return dataset._with_inputs([_replace(d, old, new) for d in inputs])
+        return node
+    return node._with_inputs([_without_shuffles(d, found) for d in inputs])
+
+
+def _replace_hints(node: Dataset, n: int, i: int, found: list[int]) -> Dataset:
+    inputs = [_replace_hints(d, n, i, found) for d in node._inputs()]
+    if type(node) is ShardDataset and node._n == SHARD_HINT:
+        found[0] += 1
+        return ShardDataset(inputs[0], n, i, require_non_empty=True)
+    return node._with_inputs(inputs) if inputs else node
+
+
+def _shard_at_end(node: Dataset, n: int, i: int) -> Dataset:
+    """TF's ``ShardByData``: ``shard(n, i)`` before the final ``prefetch``/``with_options``."""
+    if isinstance(node, PrefetchDataset | OptionsDataset):
+        return node._with_inputs([_shard_at_end(node._input, n, i)])
+    return ShardDataset(node, n, i, require_non_empty=True)
 
 
 def _final_batch(dataset: Dataset) -> tuple[BatchDataset | None, list[Dataset]]:
@@ -236,10 +467,10 @@ def _check_batch_divides(policy: str, batch: int, n: int) -> None:
 
 
 def _file_rebatch(dataset: Dataset, n: int) -> tuple[Dataset, str]:
-    """Under FILE, a final ``batch(B)`` of global batches becomes ``batch(B / n)`` per pipeline.
+    """With global batches, a final ``batch(B)`` becomes ``batch(B / n)`` per pipeline.
 
-    As tf.data rebatches: the pipelines' batches of step ``k`` together make one
-    global batch of ``B`` (from other files than one pipeline would read).
+    As tf.distribute rebatches: the pipelines' batches of step ``k`` together
+    make one global batch of ``B`` (from other files than one pipeline would read).
     """
     node, path = _final_batch(dataset)
     if node is None or type(node) is not BatchDataset:
@@ -256,7 +487,8 @@ def _file_rebatch(dataset: Dataset, n: int) -> tuple[Dataset, str]:
 
 
 def _off_rebatch(dataset: Dataset, n: int) -> tuple[Dataset, AutoShardPolicy, str]:
-    """Under OFF, every pipeline reads everything, its final ``batch(B)`` rebatched to ``B / n``."""
+    """With global batches under OFF, every pipeline reads everything, its final ``batch(B)``
+    rebatched to ``B / n`` (tf.distribute rebatches before its rewrite)."""
     said = "OFF: every input pipeline reads every element"
     node, _ = _final_batch(dataset)
     if node is None or type(node) is not BatchDataset:
@@ -270,8 +502,8 @@ def _off_rebatch(dataset: Dataset, n: int) -> tuple[Dataset, AutoShardPolicy, st
     return RebatchDataset(dataset, local, node._drop), AutoShardPolicy.OFF, reason
 
 
-def _data_shard(dataset: Dataset, n: int, i: int) -> tuple[Dataset, str]:
-    """Split the final batch by rows, or shard elements at the end (see module docstring)."""
+def _data_shard_rows(dataset: Dataset, n: int, i: int) -> tuple[Dataset, str]:
+    """With global batches: split the final batch by rows, or shard elements at the end."""
     node, path = _final_batch(dataset)
     if node is not None:
         _check_batch_divides("DATA", node._batch, n)
@@ -282,10 +514,10 @@ def _data_shard(dataset: Dataset, n: int, i: int) -> tuple[Dataset, str]:
             f"DATA: every input pipeline reads all elements and takes rows [{i * local}, {(i + 1) * local}) "
             f"of each global batch of {node._batch}"
         )
-    return ShardDataset(dataset, n, i), f"DATA: elements sharded round-robin with shard({n}, {i})"
+    return _shard_at_end(dataset, n, i), f"DATA: elements sharded with shard({n}, {i})"
 
 
 def _passes_batches(node: Dataset) -> bool:
     return isinstance(node, OptionsDataset | RepeatDataset | TakeDataset | SkipDataset) or (
-        type(node).__name__ in _ELEMENTWISE_AFTER_BATCH
+        type(node) in _ELEMENTWISE_AFTER_BATCH
     )

@@ -22,6 +22,7 @@ from ._options import AutotuneOptions as AutotuneOptions
 from ._options import DistributeOptions as DistributeOptions
 from ._options import OptimizationOptions as OptimizationOptions
 from ._options import ThreadingOptions as ThreadingOptions
+from ._shard import SHARD_HINT as SHARD_HINT
 
 
 def cardinality(dataset: Any) -> int:
@@ -297,6 +298,7 @@ __all__ = [
     "AUTOTUNE",
     "TFRecordWriter",
     "INFINITE_CARDINALITY",
+    "SHARD_HINT",
     "UNKNOWN_CARDINALITY",
     "AutoShardPolicy",
     "AutotuneOptions",

@@ -627,7 +627,9 @@ def distribute_dataset(
                 "processes, which would then take different numbers of steps. Batch the "
                 "dataset with drop_remainder=True (or use distribute_datasets_from_function)."
             )
-        local, used, reason = auto_shard(dataset, processes, strategy._process_id)
+        local, used, reason = auto_shard(
+            dataset, processes, strategy._process_id, global_batches=True
+        )
         local = _with_shard(local, dataset, used.name, processes, strategy._process_id)
         if hasattr(local, "_set_root_seed"):
             # Processes taking rows of one global order must agree on its unseeded shuffles.
