@@ -11,19 +11,33 @@ from . import schedules as schedules
 from ._learning_rate import get_learning_rate as get_learning_rate
 from ._learning_rate import learning_rate_is_schedule as learning_rate_is_schedule
 from ._learning_rate import set_learning_rate as set_learning_rate
+from ._optimizer import Optimizer as Optimizer
 from ._optimizers import SGD as SGD
+from ._optimizers import Adadelta as Adadelta
+from ._optimizers import Adafactor as Adafactor
 from ._optimizers import Adagrad as Adagrad
 from ._optimizers import Adam as Adam
+from ._optimizers import Adamax as Adamax
 from ._optimizers import AdamW as AdamW
-from ._optimizers import Optimizer as Optimizer
+from ._optimizers import Ftrl as Ftrl
+from ._optimizers import Lamb as Lamb
+from ._optimizers import Lion as Lion
+from ._optimizers import Nadam as Nadam
 from ._optimizers import RMSprop as RMSprop
 from ._optimizers import get as get
 
 __all__ = [
     "SGD",
+    "Adadelta",
+    "Adafactor",
     "Adagrad",
     "Adam",
     "AdamW",
+    "Adamax",
+    "Ftrl",
+    "Lamb",
+    "Lion",
+    "Nadam",
     "Optimizer",
     "RMSprop",
     "get",

@@ -1,140 +1,42 @@
-"""Keras's optimizers by name, with Keras's defaults, as optax transformations.
+"""Keras 3's optimizers by name, with Keras's defaults and update math, on optax.
 
-Each optimizer is a configuration object whose ``to_optax()`` returns
-``optax.inject_hyperparams(factory)(learning_rate=...)`` where the factory
-chains, in Keras's order: gradient clipping (``clipnorm`` per tensor,
-``clipvalue``, or ``global_clipnorm``), the optimizer's direction
-(``scale_by_...``), decoupled weight decay (``var -= lr * weight_decay * var``,
-Keras's ``weight_decay``) and the learning rate. The learning rate therefore
-lives in the optimizer state (see :mod:`phalanx.optimizers._learning_rate`).
+Each class is a configuration (see :class:`~phalanx.optimizers._optimizer.Optimizer`
+for the options every one takes); ``to_optax()`` gives the transformation.
 
-Update math: SGD, RMSprop and Adagrad use optax's transformations, which equal
-Keras's for a constant learning rate (RMSprop with ``eps`` inside the square
-root, as Keras). Adam and AdamW use :func:`~phalanx.optimizers._transforms.scale_by_keras_adam`,
-Keras's epsilon placement, instead of optax's.
+Update math: SGD, RMSprop, Adagrad, Adadelta and Lion use optax's
+transformations, which equal Keras's; Adam, AdamW, Nadam, Adamax, Lamb, Ftrl and
+Adafactor use :mod:`~phalanx.optimizers._transforms`, Keras's formulas where
+optax's differ (epsilon placement, Nadam's momentum schedule, Lamb's trust
+ratio) or are missing (FTRL, Keras's Adafactor).
 """
 
 from __future__ import annotations
 
-import math
 import numbers
 from typing import Any
 
 import optax
 
-from ..errors import (
-    CompileArgumentError,
-    LearningRateValueError,
-    OptimizerArgumentError,
-    StatefulAPIError,
-    UnknownNameError,
-)
+from ..errors import CompileArgumentError, OptimizerArgumentError, UnknownNameError
 from . import _transforms
+from ._optimizer import Optimizer
 
-
-class Optimizer:
-    """Base class of phalanx optimizers: Keras's arguments, optax underneath.
-
-    Args:
-      learning_rate: a float, or a schedule ``step -> lr`` (a phalanx
-        ``optimizers.schedules`` object or any optax schedule).
-      weight_decay: decoupled weight decay (``var -= lr * weight_decay * var``);
-        None for none.
-      clipnorm: clip each gradient tensor to this L2 norm.
-      clipvalue: clip each gradient element to ``[-clipvalue, clipvalue]``.
-      global_clipnorm: clip all gradients together to this global L2 norm.
-      name: the optimizer's name.
-
-    Raises:
-      ValueError: more than one of ``clipnorm``, ``clipvalue``, ``global_clipnorm``.
-    """
-
-    default_name = "optimizer"
-
-    def __init__(
-        self,
-        learning_rate: Any,
-        *,
-        weight_decay: float | None = None,
-        clipnorm: float | None = None,
-        clipvalue: float | None = None,
-        global_clipnorm: float | None = None,
-        name: str | None = None,
-    ):
-        if sum(c is not None for c in (clipnorm, clipvalue, global_clipnorm)) > 1:
-            raise OptimizerArgumentError(
-                "Only one of clipnorm, clipvalue and global_clipnorm can be set, got "
-                f"clipnorm={clipnorm}, clipvalue={clipvalue}, global_clipnorm={global_clipnorm}."
-            )
-        if not callable(learning_rate):
-            learning_rate = _constant_rate(type(self).__name__, learning_rate)
-        self.learning_rate = learning_rate
-        self.weight_decay = weight_decay
-        self.clipnorm = clipnorm
-        self.clipvalue = clipvalue
-        self.global_clipnorm = global_clipnorm
-        self.name = name or self.default_name
-        self._tx: optax.GradientTransformation | None = None
-
-    def direction(self) -> optax.GradientTransformation:
-        """The update direction before weight decay and the learning rate."""
-        raise NotImplementedError
-
-    def _clipping(self) -> list[optax.GradientTransformation]:
-        if self.clipnorm is not None:
-            return [_transforms.clip_by_norm(self.clipnorm)]
-        if self.clipvalue is not None:
-            return [optax.clip(self.clipvalue)]
-        if self.global_clipnorm is not None:
-            return [optax.clip_by_global_norm(self.global_clipnorm)]
-        return []
-
-    def _chain(self, learning_rate) -> optax.GradientTransformation:
-        parts = [*self._clipping(), self.direction()]
-        if self.weight_decay:
-            parts.append(optax.add_decayed_weights(self.weight_decay))
-        parts.append(optax.scale_by_learning_rate(learning_rate))
-        return optax.chain(*parts)
-
-    def to_optax(self) -> optax.GradientTransformation:
-        """Returns the optax transformation, with the learning rate in its state.
-
-        The state is an ``optax.InjectStatefulHyperparamsState`` whose
-        ``hyperparams["learning_rate"]`` is a float32 scalar (see
-        ``get_learning_rate``/``set_learning_rate``).
-        """
-        if self._tx is None:
-            inject = optax.inject_hyperparams(self._chain, hyperparam_dtype="float32")
-            self._tx = inject(learning_rate=self.learning_rate)
-        return self._tx
-
-    def init(self, params: Any) -> Any:
-        """``to_optax().init(params)``: the optimizer state for ``params``."""
-        return self.to_optax().init(params)
-
-    def update(self, updates: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
-        """``to_optax().update(...)``: the parameter updates and the new state."""
-        return self.to_optax().update(updates, state, params)
-
-    def get_config(self) -> dict:
-        """Returns the constructor arguments, as Keras."""
-        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(learning_rate={self.learning_rate!r})"
-
-    def __getattr__(self, name: str) -> Any:
-        if name in _KERAS_STATEFUL:
-            raise StatefulAPIError(
-                f"{type(self).__name__}.{name}: phalanx optimizers keep no state in the object "
-                "(JAX steps are pure functions); the optimizer state is a value you carry. "
-                "Keras's apply_gradients becomes: opt_state = optimizer.init(params); in the "
-                "step updates, opt_state = optimizer.update(grads, opt_state, params); params = "
-                "optax.apply_updates(params, updates). Count steps yourself (iterations), or "
-                "read model.optimizer.iterations after compile/fit. examples/custom_loop.py "
-                "shows a whole loop."
-            )
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+__all__ = [
+    "SGD",
+    "Adadelta",
+    "Adafactor",
+    "Adagrad",
+    "Adam",
+    "AdamW",
+    "Adamax",
+    "Ftrl",
+    "Lamb",
+    "Lion",
+    "Nadam",
+    "Optimizer",
+    "RMSprop",
+    "get",
+]
 
 
 class SGD(Optimizer):
@@ -144,14 +46,14 @@ class SGD(Optimizer):
       learning_rate: default 0.01.
       momentum: default 0.0.
       nesterov: default False.
-      **kwargs: ``weight_decay``, ``clipnorm``, ``clipvalue``, ``global_clipnorm``, ``name``.
+      **kwargs: the options of ``Optimizer`` (``weight_decay``, ``clipnorm``, ``use_ema``, ...).
 
     Example:
       >>> SGD().learning_rate
       0.01
     """
 
-    default_name = "SGD"
+    _hyperparameters = ("momentum", "nesterov")
 
     def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, **kwargs):
         super().__init__(learning_rate, **kwargs)
@@ -179,10 +81,10 @@ class Adam(Optimizer):
       beta_2: default 0.999.
       epsilon: default 1e-7, added after the bias correction as Keras.
       amsgrad: default False.
-      **kwargs: ``weight_decay``, ``clipnorm``, ``clipvalue``, ``global_clipnorm``, ``name``.
+      **kwargs: the options of ``Optimizer`` (``weight_decay``, ``clipnorm``, ``use_ema``, ...).
     """
 
-    default_name = "adam"
+    _hyperparameters = ("beta_1", "beta_2", "epsilon", "amsgrad")
 
     def __init__(
         self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False, **kwargs
@@ -207,10 +109,8 @@ class AdamW(Adam):
       beta_2: default 0.999.
       epsilon: default 1e-7.
       amsgrad: default False.
-      **kwargs: ``clipnorm``, ``clipvalue``, ``global_clipnorm``, ``name``.
+      **kwargs: the options of ``Optimizer``.
     """
-
-    default_name = "adamw"
 
     def __init__(
         self,
@@ -241,10 +141,10 @@ class RMSprop(Optimizer):
       momentum: default 0.0.
       epsilon: default 1e-7 (inside the square root, as Keras).
       centered: divide by the gradient's estimated variance instead; default False.
-      **kwargs: ``weight_decay``, ``clipnorm``, ``clipvalue``, ``global_clipnorm``, ``name``.
+      **kwargs: the options of ``Optimizer`` (``weight_decay``, ``clipnorm``, ``use_ema``, ...).
     """
 
-    default_name = "rmsprop"
+    _hyperparameters = ("rho", "momentum", "epsilon", "centered")
 
     def __init__(
         self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7, centered=False, **kwargs
@@ -272,10 +172,10 @@ class Adagrad(Optimizer):
       learning_rate: default 0.001.
       initial_accumulator_value: default 0.1.
       epsilon: default 1e-7.
-      **kwargs: ``weight_decay``, ``clipnorm``, ``clipvalue``, ``global_clipnorm``, ``name``.
+      **kwargs: the options of ``Optimizer`` (``weight_decay``, ``clipnorm``, ``use_ema``, ...).
     """
 
-    default_name = "adagrad"
+    _hyperparameters = ("initial_accumulator_value", "epsilon")
 
     def __init__(self, learning_rate=0.001, initial_accumulator_value=0.1, epsilon=1e-7, **kwargs):
         super().__init__(learning_rate, **kwargs)
@@ -288,26 +188,267 @@ class Adagrad(Optimizer):
         )
 
 
+class Nadam(Optimizer):
+    """Adam with Nesterov momentum, Keras 3's math (lr 0.001, beta_1 0.9, beta_2 0.999, eps 1e-7).
+
+    Args:
+      learning_rate: default 0.001.
+      beta_1: default 0.9 (scaled by Keras's schedule ``1 - 0.5 * 0.96^t``).
+      beta_2: default 0.999.
+      epsilon: default 1e-7.
+      **kwargs: the options of ``Optimizer``.
+    """
+
+    _hyperparameters = ("beta_1", "beta_2", "epsilon")
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, **kwargs):
+        super().__init__(learning_rate, **kwargs)
+        self.beta_1 = float(beta_1)
+        self.beta_2 = float(beta_2)
+        self.epsilon = float(epsilon)
+
+    def direction(self):
+        return _transforms.scale_by_keras_nadam(self.beta_1, self.beta_2, self.epsilon)
+
+
+class Adamax(Optimizer):
+    """Adam on the infinity norm, Keras 3's math (lr 0.001, beta_1 0.9, beta_2 0.999, eps 1e-7).
+
+    Args:
+      learning_rate: default 0.001.
+      beta_1: default 0.9.
+      beta_2: decay of the infinity norm; default 0.999.
+      epsilon: default 1e-7.
+      **kwargs: the options of ``Optimizer``.
+    """
+
+    _hyperparameters = ("beta_1", "beta_2", "epsilon")
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, **kwargs):
+        super().__init__(learning_rate, **kwargs)
+        self.beta_1 = float(beta_1)
+        self.beta_2 = float(beta_2)
+        self.epsilon = float(epsilon)
+
+    def direction(self):
+        return _transforms.scale_by_keras_adamax(self.beta_1, self.beta_2, self.epsilon)
+
+
+class Adadelta(Optimizer):
+    """Adadelta with Keras 3's defaults (lr 0.001, rho 0.95, epsilon 1e-7).
+
+    Args:
+      learning_rate: default 0.001.
+      rho: decay of the squared gradients and updates; default 0.95.
+      epsilon: default 1e-7.
+      **kwargs: the options of ``Optimizer``.
+    """
+
+    _hyperparameters = ("rho", "epsilon")
+
+    def __init__(self, learning_rate=0.001, rho=0.95, epsilon=1e-7, **kwargs):
+        super().__init__(learning_rate, **kwargs)
+        self.rho = float(rho)
+        self.epsilon = float(epsilon)
+
+    def direction(self):
+        return optax.scale_by_adadelta(rho=self.rho, eps=self.epsilon)
+
+
+class Ftrl(Optimizer):
+    """FTRL-proximal, Keras 3's math and defaults (lr 0.001, learning_rate_power -0.5, ...).
+
+    Args:
+      learning_rate: default 0.001.
+      learning_rate_power: <= 0; default -0.5.
+      initial_accumulator_value: >= 0; default 0.1.
+      l1_regularization_strength: >= 0; default 0.
+      l2_regularization_strength: >= 0; default 0.
+      l2_shrinkage_regularization_strength: >= 0; default 0.
+      beta: default 0.
+      **kwargs: the options of ``Optimizer``.
+
+    Raises:
+      OptimizerArgumentError: an argument out of its range (Keras's words).
+    """
+
+    _hyperparameters = (
+        "learning_rate_power",
+        "initial_accumulator_value",
+        "l1_regularization_strength",
+        "l2_regularization_strength",
+        "l2_shrinkage_regularization_strength",
+        "beta",
+    )
+
+    def __init__(
+        self,
+        learning_rate=0.001,
+        learning_rate_power=-0.5,
+        initial_accumulator_value=0.1,
+        l1_regularization_strength=0.0,
+        l2_regularization_strength=0.0,
+        l2_shrinkage_regularization_strength=0.0,
+        beta=0.0,
+        **kwargs,
+    ):
+        super().__init__(learning_rate, **kwargs)
+        for name, value, sign in (
+            ("initial_accumulator_value", initial_accumulator_value, 1),
+            ("learning_rate_power", learning_rate_power, -1),
+            ("l1_regularization_strength", l1_regularization_strength, 1),
+            ("l2_regularization_strength", l2_regularization_strength, 1),
+            ("l2_shrinkage_regularization_strength", l2_shrinkage_regularization_strength, 1),
+        ):
+            if value * sign < 0:
+                word = "positive" if sign > 0 else "negative"
+                raise OptimizerArgumentError(
+                    f"`{name}` needs to be {word} or zero. Received: {name}={value}."
+                )
+        self.learning_rate_power = float(learning_rate_power)
+        self.initial_accumulator_value = float(initial_accumulator_value)
+        self.l1_regularization_strength = float(l1_regularization_strength)
+        self.l2_regularization_strength = float(l2_regularization_strength)
+        self.l2_shrinkage_regularization_strength = float(l2_shrinkage_regularization_strength)
+        self.beta = float(beta)
+
+    def update_rule(self, learning_rate):
+        return _transforms.keras_ftrl(
+            learning_rate,
+            self.learning_rate_power,
+            self.initial_accumulator_value,
+            self.l1_regularization_strength,
+            self.l2_regularization_strength,
+            self.l2_shrinkage_regularization_strength,
+            self.beta,
+        )
+
+
+class Lion(Optimizer):
+    """Lion (sign of interpolated momentum) with Keras 3's defaults (lr 0.001, 0.9, 0.99).
+
+    Args:
+      learning_rate: default 0.001.
+      beta_1: interpolation of the update, in (0, 1]; default 0.9.
+      beta_2: decay of the momentum; default 0.99.
+      **kwargs: the options of ``Optimizer``.
+
+    Raises:
+      OptimizerArgumentError: ``beta_1`` outside (0, 1].
+    """
+
+    _hyperparameters = ("beta_1", "beta_2")
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.99, **kwargs):
+        super().__init__(learning_rate, **kwargs)
+        if beta_1 <= 0 or beta_1 > 1:
+            raise OptimizerArgumentError(
+                "Argument `beta_1` must be in the [0, 1] range. Otherwise, the optimizer "
+                f"degenerates to SignSGD. Received: beta_1={beta_1}."
+            )
+        self.beta_1 = float(beta_1)
+        self.beta_2 = float(beta_2)
+
+    def direction(self):
+        return optax.scale_by_lion(b1=self.beta_1, b2=self.beta_2)
+
+
+class Lamb(Optimizer):
+    """Lamb (Adam with a per-tensor trust ratio), Keras 3's math (lr 0.001, 0.9, 0.999, 1e-7).
+
+    Args:
+      learning_rate: default 0.001.
+      beta_1: default 0.9.
+      beta_2: default 0.999.
+      epsilon: default 1e-7.
+      **kwargs: the options of ``Optimizer``.
+    """
+
+    _hyperparameters = ("beta_1", "beta_2", "epsilon")
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, **kwargs):
+        super().__init__(learning_rate, **kwargs)
+        self.beta_1 = float(beta_1)
+        self.beta_2 = float(beta_2)
+        self.epsilon = float(epsilon)
+
+    def direction(self):
+        return _transforms.scale_by_keras_lamb(self.beta_1, self.beta_2, self.epsilon)
+
+
+class Adafactor(Optimizer):
+    """Adafactor, Keras 3's math and defaults (lr 0.001, beta_2_decay -0.8, ...).
+
+    Args:
+      learning_rate: default 0.001; the step is ``max(epsilon_2, rms(w)) *
+        min(learning_rate, 1 / sqrt(t))``.
+      beta_2_decay: default -0.8.
+      epsilon_1: added to the squared gradients; default 1e-30.
+      epsilon_2: the smallest weight scale; default 1e-3.
+      clip_threshold: default 1.0.
+      relative_step: default True (Keras 3's update is the same either way: it
+        takes ``min(learning_rate, 1 / sqrt(t))`` in both cases).
+      **kwargs: the options of ``Optimizer``.
+    """
+
+    _hyperparameters = ("beta_2_decay", "epsilon_1", "epsilon_2", "clip_threshold", "relative_step")
+
+    def __init__(
+        self,
+        learning_rate=0.001,
+        beta_2_decay=-0.8,
+        epsilon_1=1e-30,
+        epsilon_2=1e-3,
+        clip_threshold=1.0,
+        relative_step=True,
+        **kwargs,
+    ):
+        super().__init__(learning_rate, **kwargs)
+        self.beta_2_decay = float(beta_2_decay)
+        self.epsilon_1 = float(epsilon_1)
+        self.epsilon_2 = float(epsilon_2)
+        self.clip_threshold = float(clip_threshold)
+        self.relative_step = relative_step
+
+    def update_rule(self, learning_rate):
+        return _transforms.keras_adafactor(
+            learning_rate, self.beta_2_decay, self.epsilon_1, self.epsilon_2, self.clip_threshold
+        )
+
+
 _BY_NAME: dict[str, type[Optimizer]] = {
-    "sgd": SGD,
-    "adam": Adam,
-    "adamw": AdamW,
-    "rmsprop": RMSprop,
-    "adagrad": Adagrad,
+    cls.__name__.lower(): cls
+    for cls in (
+        SGD,
+        Adam,
+        AdamW,
+        RMSprop,
+        Adagrad,
+        Nadam,
+        Adamax,
+        Adadelta,
+        Ftrl,
+        Lion,
+        Lamb,
+        Adafactor,
+    )
 }
 
 
-def get(identifier: Any) -> Optimizer | optax.GradientTransformation:
-    """Returns an optimizer for a Keras name, a class, an instance or an optax transformation.
+def get(identifier: Any) -> Optimizer | optax.GradientTransformation | None:
+    """Returns an optimizer for a Keras name, config, class, instance or optax transformation.
 
     Args:
-      identifier: ``"adam"``, ``"sgd"``, ``"rmsprop"``, ``"adamw"``,
-        ``"adagrad"`` (case-insensitive, Keras's defaults), a phalanx optimizer
-        class or instance, or any ``optax.GradientTransformation`` (returned
-        unchanged).
+      identifier: a Keras name (``"adam"``, ``"sgd"``, ``"rmsprop"``, ``"adamw"``,
+        ``"adagrad"``, ``"nadam"``, ``"adamax"``, ``"adadelta"``, ``"ftrl"``,
+        ``"lion"``, ``"lamb"``, ``"adafactor"``; case-insensitive, Keras's
+        defaults), a config dict ``{"class_name": "Adam", "config": {...}}`` (as
+        ``keras.optimizers.serialize`` writes), a phalanx optimizer class or
+        instance, any ``optax.GradientTransformation`` (returned unchanged), or
+        None (returned, as Keras).
 
     Returns:
-      A phalanx ``Optimizer`` (call ``to_optax()``), or the optax transformation given.
+      A phalanx ``Optimizer`` (call ``to_optax()``), the optax transformation given, or None.
 
     Raises:
       UnknownNameError: an unknown name (the message lists the known ones and the closest).
@@ -317,8 +458,10 @@ def get(identifier: Any) -> Optimizer | optax.GradientTransformation:
       >>> get("adam")
       Adam(learning_rate=0.001)
     """
-    if isinstance(identifier, Optimizer | optax.GradientTransformation):
+    if identifier is None or isinstance(identifier, Optimizer | optax.GradientTransformation):
         return identifier
+    if isinstance(identifier, dict):
+        return _from_dict(identifier)
     if isinstance(identifier, type) and issubclass(identifier, Optimizer):
         return identifier()
     if isinstance(identifier, str):
@@ -338,22 +481,15 @@ def get(identifier: Any) -> Optimizer | optax.GradientTransformation:
     )
 
 
-_KERAS_STATEFUL = frozenset(
-    {"apply_gradients", "apply", "minimize", "iterations", "variables", "build"}
-)
-
-
-def _constant_rate(optimizer: str, value: Any) -> float:
-    """A constant learning rate as a float: a finite number >= 0, else a clear error."""
-    try:
-        rate = float(value)
-    except (TypeError, ValueError):
-        rate = None
-    if isinstance(value, bool | str | bytes) or rate is None or not math.isfinite(rate) or rate < 0:
-        raise LearningRateValueError(
-            f"{optimizer}(learning_rate=...) takes a finite number >= 0 or a schedule "
-            f"(step -> rate), got {value!r} ({type(value).__name__}). For example "
-            f"{optimizer}(learning_rate=1e-3) or "
-            "phalanx.optimizers.schedules.ExponentialDecay(1e-3, 1000, 0.9)."
+def _from_dict(config: dict) -> Optimizer:
+    """An optimizer from Keras's serialized form ``{"class_name": ..., "config": ...}``."""
+    name = config.get("class_name")
+    cls = _BY_NAME.get(name.lower()) if isinstance(name, str) else None
+    if cls is None:
+        raise UnknownNameError.of(
+            "optimizer",
+            str(name),
+            _BY_NAME,
+            hint='A config dict is {"class_name": "Adam", "config": {"learning_rate": 1e-3}}.',
         )
-    return rate
+    return cls.from_config(config.get("config") or {})

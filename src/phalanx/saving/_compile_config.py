@@ -21,13 +21,7 @@ from .. import losses, metrics
 
 # Keras optimizer arguments phalanx has no counterpart for, with the values that
 # mean "off"; a file with another value is not compiled (it would train otherwise).
-_KERAS_ONLY_OFF = {
-    "use_ema": (False,),
-    "ema_momentum": None,  # any value: only read when use_ema
-    "ema_overwrite_frequency": None,
-    "loss_scale_factor": (None,),
-    "gradient_accumulation_steps": (None,),
-}
+_KERAS_ONLY_OFF = {"loss_scale_factor": (None,)}
 
 
 # Where a compile config's class names are looked up, by kind.
@@ -158,9 +152,7 @@ def _optimizer_from(entry: Any) -> Any:
         value = config.pop(key)
         if off is not None and value not in off:
             raise _NotSerializable(f"phalanx optimizers have no {key}={value!r}")
-    if isinstance(config.get("learning_rate"), dict):
-        raise _NotSerializable("its learning-rate schedule is not read")
-    return cls(**_accepted(cls, config, entry["class_name"]))
+    return cls.from_config(_accepted(cls, config, entry["class_name"]))
 
 
 def _object_from(entry: Any, kind: str) -> Any:

@@ -23,6 +23,7 @@ from .. import optimizers as _optimizers
 from ..errors import CompileArgumentError
 from ..mixed_precision import _policy as _mixed_precision
 from ..optimizers._keras_scalars import KerasFloat, KerasInt
+from ..optimizers._options import moving_average_of
 from . import _multi_output
 
 if TYPE_CHECKING:
@@ -44,7 +45,11 @@ class CompileConfig:
     weighted: tuple = ()
 
     def optimizer_handle(self, model: Model) -> OptimizerHandle:
-        """The ``model.optimizer`` object callbacks use."""
+        """The ``model.optimizer`` object callbacks use; the optimizer object given to
+        ``compile`` reads its ``iterations`` from ``model`` from now on, as in Keras."""
+        bind = getattr(self.optimizer, "_bind_model", None)
+        if bind is not None:
+            bind(model)
         return OptimizerHandle(model, self.optimizer)
 
 
@@ -68,8 +73,9 @@ class OptimizerHandle:
     def learning_rate(self) -> float:
         """The current learning rate (a schedule's: its value at ``iterations``, as Keras)."""
         schedule = getattr(self._optimizer, "learning_rate", None)
-        if callable(schedule):
-            return KerasFloat(jax.device_get(schedule(self.iterations)))
+        if callable(schedule):  # Keras: a schedule reads every step, accumulating ones too
+            rate_at = getattr(self._optimizer, "learning_rate_at", schedule)
+            return KerasFloat(jax.device_get(rate_at(self._steps())))
         state = self._model._state
         if state is not None:
             value = _optimizers.get_learning_rate(state.opt_state)
@@ -94,14 +100,31 @@ class OptimizerHandle:
             opt_state=model.distribute_strategy.distribute_variables(opt_state)
         )
 
+    def _steps(self) -> int:
+        state = self._model._state
+        return 0 if state is None else int(jax.device_get(state.step))
+
     @property
     def iterations(self) -> int:
-        """The number of optimizer steps taken so far (Keras's ``optimizer.iterations``)."""
-        state = self._model._state
-        return KerasInt(0 if state is None else jax.device_get(state.step))
+        """The optimizer's updates so far (Keras's ``optimizer.iterations``: the steps, or
+        the steps // ``gradient_accumulation_steps``)."""
+        every = getattr(self._optimizer, "gradient_accumulation_steps", None) or 1
+        return KerasInt(self._steps() // every)
 
     def __repr__(self) -> str:
         return f"OptimizerHandle({self._optimizer!r})"
+
+
+def finalize_weights(state: Any) -> Any:
+    """``state`` with the weights set to their moving average when the optimizer keeps one
+    (``use_ema``; Keras's ``finalize_variable_values`` at the end of ``fit``)."""
+    average = None if state is None else moving_average_of(state.opt_state)
+    if average is None:
+        return state
+    params = jax.tree.map(
+        lambda a, p: jax.device_put(a.astype(p.dtype), p.sharding), average, state.params
+    )
+    return state._replace(params=params)
 
 
 def resolve_compile(
@@ -121,6 +144,11 @@ def resolve_compile(
     """
     _check_steps_per_execution(steps_per_execution)
     _check_seed(seed)
+    if optimizer is None:
+        raise CompileArgumentError(
+            "compile(optimizer=None): give an optimizer (a name such as 'rmsprop', Keras's "
+            "default, a phalanx.optimizers object or an optax transformation)."
+        )
     if isinstance(optimizer, _mixed_precision.LossScaleOptimizer):
         opt = optimizer
     else:  # under mixed_float16, wrapped in a LossScaleOptimizer as Keras does

@@ -41,7 +41,7 @@ from ..regularizers import _regularizers
 from . import _loop, _memory, _model_parallel, _multi_output, _step
 from . import _position as _checkpointing
 from . import _programs as _sharded
-from ._compile import CompileConfig, resolve_compile
+from ._compile import CompileConfig, finalize_weights, resolve_compile
 from .data_adapters import _adapter, _read_ahead
 from .data_adapters._checks import FitInputError, check_inputs, check_learning_rate
 
@@ -422,6 +422,8 @@ class Trainer:
         except BaseException:
             cbs._release_after_error()  # threads, signal handlers, open event files
             raise
+        if epochs > 0:  # use_ema: the weights become their average, as Keras's fit
+            self._state = finalize_weights(self._state)
         cbs.on_train_end(logs)
         self._sync_module()
         return self.history
