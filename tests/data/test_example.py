@@ -159,8 +159,10 @@ def test_missing_dtype_and_count_errors_name_the_feature_and_record():
         parse_single_example(wrong_count, SPEC)
     with pytest.raises(ValueError, match="float32, int64 or string"):
         FixedLenFeature([], np.float64)
-    with pytest.raises(ValueError, match="allow_missing=True"):
-        FixedLenSequenceFeature([], np.int64, allow_missing=False)
+    # TF 2.21: allow_missing defaults to False and parse_example raises ValueError without it
+    assert FixedLenSequenceFeature([], np.int64).allow_missing is False
+    with pytest.raises(ValueError, match="requires allow_missing to be True"):
+        parse_example([good], {"f": FixedLenSequenceFeature([], np.int64)})
     with pytest.raises(TypeError, match="'S' array"):
         parse_example(np.array([good], dtype="S"), SPEC)
 
@@ -169,7 +171,7 @@ def test_defaults_and_empty_features():
     spec = {
         "d": FixedLenFeature([2], np.int64, default_value=[4, 5]),
         "z": FixedLenFeature([0], np.float32),
-        "seq": FixedLenSequenceFeature([2], np.float32, default_value=-1.0),
+        "seq": FixedLenSequenceFeature([2], np.float32, allow_missing=True, default_value=-1.0),
         "v": VarLenFeature("string"),
     }
     empty = Example({"z": Feature(), "seq": Feature(), "v": Feature()}).SerializeToString()
@@ -222,7 +224,7 @@ def test_batched_parse_equals_per_record_parse(vary_layout):
         "label": FixedLenFeature([], np.int64),
         "ids": VarLenFeature(np.int64),
         "name": FixedLenFeature([], "string"),
-        "pairs": FixedLenSequenceFeature([2], np.float32),
+        "pairs": FixedLenSequenceFeature([2], np.float32, allow_missing=True),
         "absent": FixedLenFeature([2], np.float32, default_value=[0.5, 1.5]),
     }
     batch = parse_example(records, spec)

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import PaddingError, StructureMismatchError
+from ..errors import DatasetArgumentError, DatasetTypeError, PaddingError, StructureMismatchError
 from . import _index_batches as fp
 from . import _structure as st
 from ._dataset import Dataset, check_bool, check_positive
@@ -177,13 +177,38 @@ def _normalize_values(padding_values, tdef, flat_spec) -> list[Any]:
     if padding_values is None:
         return [b"" if s.dtype.kind in "OS" else 0 for s in flat_spec]
     if tdef is not st.LEAF and st.treedef(padding_values) == tdef:
-        return st.flatten(padding_values)
-    if st.treedef(padding_values) is st.LEAF:
-        return [padding_values] * len(flat_spec)
+        values = st.flatten(padding_values)
+    elif st.treedef(padding_values) is st.LEAF:
+        values = [padding_values] * len(flat_spec)
+    else:
+        values = None
+    if values is not None:
+        return [
+            _padding_value(v, s, j) for j, (v, s) in enumerate(zip(values, flat_spec, strict=True))
+        ]
     raise StructureMismatchError(
         f"padding_values {padding_values!r} must be one value or match the element structure "
         f"{st.describe(tdef)}."
     )
+
+
+def _padding_value(value: Any, spec: TensorSpec, j: int) -> Any:
+    """``value`` for a component of ``spec``: a ``str`` becomes UTF-8 bytes, as TF's strings;
+    a string for a number or a number for a string is refused, as TF refuses it."""
+    text = np.asarray(value).dtype.kind in "SUO"
+    if spec.dtype.kind in "SUO":
+        if not text:
+            raise DatasetTypeError(
+                f"padded_batch: component {j} holds strings but its padding value is "
+                f"{type(value).__name__} {value!r:.40}. Pass a str or bytes, e.g. padding_values=b''."
+            )
+        return value.encode("utf-8") if isinstance(value, str) else value
+    if text:
+        raise DatasetTypeError(
+            f"padded_batch: component {j} has dtype {spec.dtype} but its padding value is the "
+            f"string {value!r:.40}. Pass a number, e.g. padding_values=0."
+        )
+    return value
 
 
 def _pad_column(
@@ -210,7 +235,11 @@ def _pad_column(
                 "or use None to pad to the longest element of each batch."
             )
         target.append(want)
-    out = np.full((len(column), *target), value, dtype=column[0].dtype)
+    dtype = column[0].dtype
+    if dtype.kind == "S":  # fixed-width bytes: wide enough for the longest and the padding
+        width = max(max(a.dtype.itemsize for a in column), len(np.bytes_(value)))
+        dtype = np.dtype(f"S{max(width, 1)}")
+    out = np.full((len(column), *target), value, dtype=dtype)
     for n, a in enumerate(column):
         out[(n, *(slice(0, k) for k in a.shape))] = a
     return out
@@ -284,30 +313,58 @@ class RebatchDataset(Dataset):
         sizes = (
             list(batch_size) if isinstance(batch_size, list | tuple | np.ndarray) else [batch_size]
         )
-        self._sizes = [check_positive("batch_size", int(s), "rebatch") for s in sizes]
+        self._sizes = [_check_size(s) for s in sizes]
+        if not any(self._sizes):
+            raise DatasetArgumentError(
+                f"rebatch: batch_size {batch_size!r} has no positive size, so every batch would "
+                "be empty, forever. Give at least one size > 0 (0 makes an empty batch, as "
+                "tf.data)."
+            )
         self._input = input_dataset
         self._drop = check_bool("drop_remainder", drop_remainder, "rebatch")
 
     def _iterator(self, ctx):
-        return _RebatchIterator(self._input._iterator(ctx), self._sizes, self._drop)
+        return _RebatchIterator(
+            self._input._iterator(ctx), self._sizes, self._drop, spec=self._input.element_spec
+        )
 
     def _cardinality(self) -> int:
         n = self._input._cardinality()
         return n if n == INFINITE_CARDINALITY else UNKNOWN_CARDINALITY
 
     def _compute_spec(self):
-        lead = self._sizes[0] if self._drop and len(set(self._sizes)) == 1 else None
+        # tf.data's static batch dimension: one size for every batch, and no partial batch
+        # (drop_remainder, or input batches of a known size that the size divides).
+        lead = self._sizes[0] if len(set(self._sizes)) == 1 else None
+        if lead is not None and not self._drop:
+            known = {
+                s.shape[0]
+                for s in st.flatten(self._input.element_spec)
+                if s.shape and s.shape[0] is not None
+            }
+            if len(known) != 1 or lead == 0 or known.pop() % lead:
+                lead = None
         return st.map_structure(
             lambda s: TensorSpec(None if s.shape is None else (lead, *s.shape[1:]), s.dtype),
             self._input.element_spec,
         )
 
 
+def _check_size(size: Any) -> int:
+    if isinstance(size, bool) or not isinstance(size, int | np.integer) or size < 0:
+        raise DatasetArgumentError(
+            f"rebatch: every batch size must be an int >= 0, got {size!r}. Pass the rows of "
+            "each batch, e.g. rebatch(32) or rebatch([2, 1, 1])."
+        )
+    return int(size)
+
+
 class _RebatchIterator(DatasetIterator):
     """Slices rows out of input batches; the state is the input's state before the current batch."""
 
-    def __init__(self, child, sizes, drop, unbatch=False):
+    def __init__(self, child, sizes, drop, unbatch=False, spec=None):
         self.child, self.sizes, self.drop, self.unbatch = child, sizes, drop, unbatch
+        self.spec = spec
         self.cycle = 0
         self.cur: Any = None
         self.rows = self.off = 0
@@ -331,6 +388,9 @@ class _RebatchIterator(DatasetIterator):
             self.off += 1
             return st.map_structure(lambda a: a[self.off - 1], self.cur)
         target = self.sizes[self.cycle % len(self.sizes)]
+        if target == 0:  # tf.data: an empty batch, without reading the input
+            self.cycle += 1
+            return self._empty()
         parts, got = [], 0
         while got < target:
             if self.cur is None or self.off >= self.rows:
@@ -348,6 +408,17 @@ class _RebatchIterator(DatasetIterator):
         if len(parts) == 1:
             return parts[0]
         return st.map_structure(lambda *xs: np.concatenate(xs), *parts)
+
+    def _empty(self) -> Any:
+        if self.cur is not None:
+            return st.map_structure(lambda a: a[:0], self.cur)
+        return st.map_structure(
+            lambda s: np.empty(
+                (0, *(d or 0 for d in (s.shape or (0,))[1:])),
+                np.dtype(object) if s.dtype.kind in "OSU" else s.dtype,
+            ),
+            self.spec,
+        )
 
     def children(self):
         return [self.child]

@@ -131,6 +131,9 @@ class _FillIterator(DatasetIterator):
         self.ds, self.ctx = ds, ctx
         self.child = ds._input._iterator(ctx)
         self.elements: list[Any] = []
+        # As tf.data's memory cache: complete once the input's known number of elements is read,
+        # without waiting for its end (a file cache waits for the end, as TF's).
+        self.complete_at = -1 if ds._path else ds._input._cardinality()
 
     def __next__(self):
         try:
@@ -142,6 +145,9 @@ class _FillIterator(DatasetIterator):
             raise
         if self.elements is not None:
             self.elements.append(x)
+            if len(self.elements) == self.complete_at:
+                self.ds._finish(self.elements)
+                self.elements = None
         return x
 
     def children(self):

@@ -44,12 +44,12 @@ class InterleaveDataset(Dataset):
         num_parallel_calls=None,
         deterministic=None,
     ):
+        self._parallel = _check_parallel(num_parallel_calls)
         if cycle_length is None or cycle_length == AUTOTUNE:
-            cycle_length = os.cpu_count() or 1
+            cycle_length = _autotuned_cycle_length(num_parallel_calls)
         self._input, self._fn = input_dataset, map_func
         self._cycle = check_positive("cycle_length", cycle_length, "interleave")
         self._block = check_positive("block_length", block_length, "interleave")
-        self._parallel = _check_parallel(num_parallel_calls)
         if deterministic not in (None, True, False):
             raise DatasetArgumentError(
                 f"interleave: deterministic must be None, True or False, got {deterministic!r}. "
@@ -94,6 +94,26 @@ def _take_record(it: DatasetIterator) -> Any:
     if records.size == 0:
         raise StopIteration
     return records[0]
+
+
+def _schedulable_cores() -> int:
+    """TensorFlow's ``port::MaxParallelism()``: the cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _autotuned_cycle_length(num_parallel_calls: Any) -> int:
+    """``cycle_length=None`` (AUTOTUNE) as TF 2.21: the schedulable cores without
+    ``num_parallel_calls``; ``min(num_parallel_calls, cores)`` with a number; with AUTOTUNE,
+    ``ceil(cores / 3)`` (each open element has 2 more prefetching behind it)."""
+    cores = _schedulable_cores()
+    if num_parallel_calls is None:
+        return cores
+    if num_parallel_calls == AUTOTUNE:
+        return -(-cores // 3)
+    return min(int(num_parallel_calls), cores)
 
 
 def _check_parallel(num_parallel_calls: Any) -> bool:

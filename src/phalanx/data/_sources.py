@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import (
     ComponentLengthError,
     DatasetArgumentError,
+    DatasetTypeError,
     GeneratorSignatureError,
     StructureMismatchError,
 )
@@ -337,6 +338,17 @@ class ConcatenateDataset(Dataset):
                 f"concatenate: the datasets' elements differ in structure: {st.describe(a)} vs "
                 f"{st.describe(b)}. Map them to the same nesting first."
             )
+        fa, fb = st.flatten(first.element_spec), st.flatten(second.element_spec)
+        for k, (x, y) in enumerate(zip(fa, fb, strict=True)):
+            if getattr(x, "dtype", None) is None or getattr(y, "dtype", None) is None:
+                continue
+            if _dtype_family(x.dtype) != _dtype_family(y.dtype):
+                where = "" if len(fa) == 1 else f" in component {k}"
+                raise DatasetTypeError(
+                    f"concatenate: incompatible dataset elements: {x.dtype} vs {y.dtype}{where} "
+                    f"(tf.data raises TypeError too). Cast one of them first, e.g. "
+                    f".map(lambda x: x.astype(np.{y.dtype}))."
+                )
         self._first, self._second = first, second
 
     def _iterator(self, ctx):
@@ -359,6 +371,11 @@ class ConcatenateDataset(Dataset):
             )
 
         return st.map_structure(merge, self._first.element_spec, self._second.element_spec)
+
+
+def _dtype_family(dtype: np.dtype) -> Any:
+    """A dtype, with every string dtype (object, bytes of any width, str) one: TF's string."""
+    return "string" if dtype.kind in "OSU" else np.dtype(dtype)
 
 
 class _ConcatIterator(DatasetIterator):

@@ -155,8 +155,9 @@ class FixedLenSequenceFeature:
     Args:
         shape: the shape of one item; an example's value count must be a multiple of its size.
         dtype: ``float32``, ``int64`` or ``string``.
-        allow_missing: must be True, as in TensorFlow's ``parse_example``: a
-            missing feature is an empty sequence.
+        allow_missing: ``False`` by default, as TensorFlow; parsing needs ``True``
+            (a missing feature is an empty sequence) and raises ``ValueError``
+            without it, as TF's ``parse_example``.
         default_value: the scalar that pads shorter sequences in a batch (0 or ``b""``).
 
     Example:
@@ -166,17 +167,12 @@ class FixedLenSequenceFeature:
 
     shape: tuple[int, ...]
     dtype: str
-    allow_missing: bool = True
+    allow_missing: bool = False
     default_value: Any = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "shape", _normalize_shape(self.shape))
         object.__setattr__(self, "dtype", _normalize_dtype(self.dtype))
-        if not self.allow_missing:
-            raise ValueError(
-                "FixedLenSequenceFeature needs allow_missing=True (as in TensorFlow's "
-                "parse_example): a missing feature parses as an empty sequence."
-            )
 
 
 class RaggedTensor(NamedTuple):
@@ -300,6 +296,13 @@ def _compile_uncached(features: Mapping[str, Any]) -> list[_Item]:
         if isinstance(spec, FixedLenFeature):
             form, shape = _FIXED, spec.shape
         elif isinstance(spec, FixedLenSequenceFeature):
+            if spec.allow_missing is not True:
+                raise ValueError(
+                    f"Feature {name!r}: Unsupported: FixedLenSequenceFeature requires "
+                    "allow_missing to be True (as TensorFlow's parse_example); pass "
+                    "FixedLenSequenceFeature(..., allow_missing=True): a missing feature then "
+                    "parses as an empty sequence."
+                )
             form, shape = _SEQ, spec.shape
         elif isinstance(spec, VarLenFeature):
             form, shape = _VAR, ()
