@@ -280,11 +280,11 @@ CASES = [
         ExampleInputError,
         r"got a str 'abc'",
     ),
-    Case(
+    Case(  # a str is its UTF-8 bytes, as TF's tf.string; "abc" is no Example
         "parse_single_example str",
         lambda: D.parse_single_example("abc", _FEATURES),
-        ExampleInputError,
-        r"got a str 'abc'",
+        ExampleParseError,
+        r"Could not parse a serialized tf.train.Example",
     ),
     Case(
         "parse_example one bytes",

@@ -98,3 +98,16 @@ def test_reduce_state_changing_dtype_is_a_type_error_as_tf():
     with pytest.raises(DatasetTypeError, match="int32"):
         Dataset.range(3).reduce(0, lambda s, x: s + x)
     assert int(Dataset.range(3).reduce(np.int64(0), lambda s, x: s + x)) == 3
+
+
+def test_stop_iteration_in_scan_and_reduce_is_an_error():
+    # TF 2.21's ScanDatasetOp turns the function's OutOfRange into InvalidArgumentError for
+    # that element and keeps its state; the next element follows
+    def step(state, x):
+        if x == 3:
+            raise StopIteration
+        return state + x, state + x
+
+    assert _run(BASE.scan(np.int64(0), step)) == [1, 3, "DatasetFunctionError", 7, 12, "end"]
+    with pytest.raises(DatasetFunctionError, match="<lambda> raised StopIteration"):
+        BASE.reduce(np.int64(0), lambda s, x: step(s, x)[0])

@@ -7,8 +7,18 @@ import numpy as np
 import pytest
 from data_support import elements
 
-from phalanx.data import Dataset, Options
-from phalanx.errors import DatasetArgumentError
+from phalanx.data import (
+    Dataset,
+    Example,
+    Feature,
+    FixedLenFeature,
+    Options,
+    TensorSpec,
+    parse_example,
+    parse_single_example,
+    serialize_example,
+)
+from phalanx.errors import DatasetArgumentError, ExampleParseError
 
 
 def test_prefetch_0_and_none_yield_as_tf():
@@ -47,3 +57,76 @@ def test_options_deterministic_must_be_a_bool_as_tf():
     assert Dataset.range(2).with_options(options).options().deterministic is False
     options.deterministic = None
     assert options == Options()
+
+
+def _ragged(i):
+    rows = [[0], [1, 2, 3, 4], [5, 6, 7], [7, 8, 9, 10, 11], [13, 14, 15, 16, 19, 20], [21, 22]]
+    return np.array(rows[int(i)], np.int64)
+
+
+def test_the_bucketing_pattern_after_a_map_yields_as_tf():
+    # TF 2.21's bucket_by_sequence_length docstring example (its elements made by a map here,
+    # whose element_spec phalanx takes from the first element): these three batches
+    ds = Dataset.range(6).map(_ragged)
+    got = elements(ds.bucket_by_sequence_length(lambda x: len(x), [3, 5], [2, 2, 2]))
+    assert got == [
+        [[1, 2, 3, 4], [5, 6, 7, 0]],
+        [[7, 8, 9, 10, 11, 0], [13, 14, 15, 16, 19, 20]],
+        [[0, 0], [21, 22]],
+    ]
+    with_shapes = ds.bucket_by_sequence_length(
+        lambda x: len(x), [3, 5], [2, 2, 2], padded_shapes=[None]
+    )
+    assert elements(with_shapes) == got
+    # group_by_window's windows padded_batch'ed: the two windows of key 0 and 1, then the
+    # windows left at the end in ascending key order
+    windows = ds.group_by_window(lambda x: np.int64(len(x) > 3), lambda k, w: w.padded_batch(2), 2)
+    assert elements(windows) == [
+        [[0, 0, 0], [5, 6, 7]],
+        [[1, 2, 3, 4, 0], [7, 8, 9, 10, 11]],
+        [[21, 22]],
+        [[13, 14, 15, 16, 19, 20]],
+    ]
+
+
+def test_generator_strings_are_utf8_bytes_as_tf():
+    # TF 2.21: from_generator(lambda: iter(["é", "b"]), output_types=tf.string) -> [b"\xc3\xa9", b"b"]
+    ds = Dataset.from_generator(lambda: iter(["é", "b"]), output_types=str)
+    assert elements(ds) == [b"\xc3\xa9", b"b"]
+    sig = Dataset.from_generator(
+        lambda: iter([np.array(["é"])]), output_signature=TensorSpec((1,), object)
+    )
+    assert elements(sig) == [[b"\xc3\xa9"]]
+
+
+def test_parse_example_of_str_records_and_empty_features_as_tf():
+    # TF 2.21: a str record is its UTF-8 bytes; an empty Feature() is a missing feature, so a
+    # FixedLenFeature's default_value fills it
+    record = serialize_example({"a": np.int64([4])})
+    spec = {"a": FixedLenFeature([1], np.int64)}
+    assert parse_example([record.decode("ascii")], spec)["a"].tolist() == [[4]]
+    assert parse_single_example(record.decode("ascii"), spec)["a"].tolist() == [4]
+    empty = Example({"a": Feature()}).SerializeToString()
+    with_default = {"a": FixedLenFeature([2], np.int64, default_value=[7, 8])}
+    assert parse_single_example(empty, with_default)["a"].tolist() == [7, 8]
+    assert parse_example([empty, empty], with_default)["a"].tolist() == [[7, 8], [7, 8]]
+    with pytest.raises(ExampleParseError, match="has 0 values"):
+        parse_example([empty], spec)
+
+
+def test_bad_inputs_raise_naming_the_argument_as_tf():
+    # TF 2.21: TypeError "`output_types` can not be used together with `output_signature`"
+    with pytest.raises(
+        TypeError, match="output_types cannot be used together with output_signature"
+    ):
+        Dataset.from_generator(
+            lambda: iter([1]), output_types=np.int64, output_signature=TensorSpec((), np.int64)
+        )
+    # TF 2.21: ValueError "You must provide `padded_shapes` argument because component 0 has
+    # unknown rank"
+    unknown = Dataset.from_generator(
+        lambda: iter([np.arange(2)]), output_signature=TensorSpec(None, np.int64)
+    )
+    with pytest.raises(DatasetArgumentError, match="provide padded_shapes because component 0"):
+        unknown.padded_batch(2)
+    assert elements(unknown.padded_batch(2, padded_shapes=[None])) == [[[0, 1]]]

@@ -113,6 +113,14 @@ class PaddedBatchDataset(Dataset):
         spec = input_dataset.element_spec
         tdef = st.treedef(spec)
         flat_spec = st.flatten(spec)
+        if padded_shapes is None:
+            for j, s in enumerate(flat_spec):
+                if s.shape is None:
+                    raise DatasetArgumentError(
+                        f"padded_batch: you must provide padded_shapes because component {j} "
+                        "has unknown rank (as tf.data). Give one shape per component, e.g. "
+                        "padded_shapes=[None] for vectors."
+                    )
         self._shapes = _normalize_shapes(padded_shapes, tdef, flat_spec)
         self._values = _normalize_values(padding_values, tdef, flat_spec)
         self._tdef = tdef

@@ -559,7 +559,7 @@ class Dataset:
         state = st.normalize(initial_state)
         want = _state_signature(state)
         for element in self:
-            state = st.normalize(reduce_func(state, element))
+            state = st.normalize(st.call_function(reduce_func, state, element))
             got = _state_signature(state)
             if got != want:
                 raise DatasetTypeError(

@@ -25,12 +25,35 @@ from ._dataset import Dataset
 from ._iterator import DatasetIterator, IterCtx, replay, state_int
 from ._map import _EMPTY, first_element
 from ._options import UNKNOWN_CARDINALITY
+from ._structure import TensorSpec
 
 
 def _window_dataset(elements: list[Any], spec: Any) -> Dataset:
     """The elements of one window, as the dataset ``reduce_func`` gets."""
     kept = list(elements)
-    return Dataset.from_generator(lambda: iter(kept), output_signature=spec)
+    return Dataset.from_generator(lambda: iter(kept), output_signature=_window_spec(kept, spec))
+
+
+def _window_spec(elements: list[Any], spec: Any) -> Any:
+    """``spec`` with a dimension ``None`` wherever the window's elements differ in it.
+
+    The input's spec can be too narrow: a ``map``'s is its first output's (phalanx runs the
+    function where TF traces it), so the variable-length elements of the bucketing pattern
+    would not match it."""
+
+    def merge(s: TensorSpec, *values: Any) -> TensorSpec:
+        if s.shape is None:
+            return s
+        shapes = {np.shape(v) for v in values}
+        if any(len(p) != len(s.shape) for p in shapes):
+            return TensorSpec(None, s.dtype)
+        dims = tuple(
+            d if d is not None and all(p[k] == d for p in shapes) else None
+            for k, d in enumerate(s.shape)
+        )
+        return TensorSpec(dims, s.dtype)
+
+    return st.map_structure(merge, spec, *elements) if elements else spec
 
 
 def _key(key_func: Any, element: Any) -> int:
@@ -44,7 +67,11 @@ def _key(key_func: Any, element: Any) -> int:
 
 
 def _size(window_size: int | None, window_size_func: Any, key: int) -> int:
-    size = window_size if window_size_func is None else window_size_func(np.int64(key))
+    size = (
+        window_size
+        if window_size_func is None
+        else st.call_function(window_size_func, np.int64(key))
+    )
     size = int(np.asarray(size))
     if size < 1:
         raise DatasetArgumentError(
@@ -74,7 +101,7 @@ class GroupByWindowDataset(Dataset):
             return None
         key = _key(self._key_func, x)
         window = _window_dataset([x], self._input.element_spec)
-        return self._reduce(np.int64(key), window).element_spec
+        return st.call_function(self._reduce, np.int64(key), window).element_spec
 
 
 class _GroupIterator(DatasetIterator):
@@ -88,7 +115,8 @@ class _GroupIterator(DatasetIterator):
 
     def _reduced(self, key: int) -> Any:
         elements = self.windows.pop(key)
-        out = self.ds._reduce(np.int64(key), _window_dataset(elements, self.ds._input.element_spec))
+        window = _window_dataset(elements, self.ds._input.element_spec)
+        out = st.call_function(self.ds._reduce, np.int64(key), window)
         if not isinstance(out, Dataset):
             raise DatasetTypeError(
                 f"group_by_window: reduce_func must return a Dataset, got {type(out).__name__}; "

@@ -50,7 +50,7 @@ def _check_state(initial: Any, new: Any) -> Any:
 
 
 def _step(fn: Any, state: Any, element: Any) -> tuple[Any, Any]:
-    out = fn(state, element)
+    out = st.call_function(fn, state, element)
     if not isinstance(out, tuple) or len(out) != 2:
         raise DatasetTypeError(
             "Invalid `scan_func`. It must return a pair (new_state, output_element), got "

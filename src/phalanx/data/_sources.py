@@ -145,6 +145,12 @@ class GeneratorDataset(Dataset):
                 f"from_generator: generator must be a callable that returns an iterator, got "
                 f"{type(generator).__name__}. Pass the generator function, not its result."
             )
+        if output_signature is not None and (output_types is not None or output_shapes is not None):
+            given = "output_types" if output_types is not None else "output_shapes"
+            raise DatasetTypeError(
+                f"from_generator: {given} cannot be used together with output_signature (as "
+                "tf.data). Pass only output_signature, a nest of TensorSpec."
+            )
         if output_signature is None:
             if output_types is None:
                 raise TypeError("from_generator needs output_signature (a nest of TensorSpec).")
@@ -154,6 +160,15 @@ class GeneratorDataset(Dataset):
             output_signature = _zip_specs(output_types, shapes)
         self._gen = generator
         self._args = tuple(args or ())
+        # A str signature yields UTF-8 bytes, as TF's tf.string (a bytes one keeps its width).
+        output_signature = st.map_structure(
+            lambda s: (
+                TensorSpec(s.shape, object)
+                if isinstance(s, TensorSpec) and s.dtype.kind == "U"
+                else s
+            ),
+            output_signature,
+        )
         self._sig = output_signature
         self._sig_tdef = st.treedef(output_signature)
         self._sig_flat = st.flatten(output_signature)
@@ -183,6 +198,8 @@ class GeneratorDataset(Dataset):
             )
         out = []
         for leaf, spec in zip(st.flatten(value), self._sig_flat, strict=True):
+            if spec.dtype.kind in "OS" and st.is_string(leaf):
+                leaf = st._exact_bytes(np.asarray(leaf, dtype=object))  # str as UTF-8, as TF
             try:
                 a = np.asarray(leaf, dtype=spec.dtype)
             except (TypeError, ValueError) as e:

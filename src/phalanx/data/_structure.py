@@ -268,10 +268,17 @@ def call_unpacked(fn: Callable[..., Any], element: Any) -> Any:
       DatasetFunctionError: ``fn`` raised ``StopIteration``, which would end the
         dataset silently (tf.data raises ``InvalidArgumentError``).
     """
+    return call_function(_call_unpacked, fn, element, name_of=fn)
+
+
+def call_function(fn: Callable[..., Any], *args: Any, name_of: Any = None) -> Any:
+    """``fn(*args)`` for a user function of a transformation (``scan_func``, ``reduce_func``
+    ...), with ``StopIteration`` made a ``DatasetFunctionError`` (see ``call_unpacked``)."""
     try:
-        return _call_unpacked(fn, element)
+        return fn(*args)
     except StopIteration as e:
-        name = getattr(fn, "__name__", type(fn).__name__)
+        named = fn if name_of is None else name_of
+        name = getattr(named, "__name__", type(named).__name__)
         raise DatasetFunctionError(
             f"The dataset function {name} raised StopIteration ({e!r}); tf.data raises an "
             "error there too rather than end the dataset. Return a value for every element, "

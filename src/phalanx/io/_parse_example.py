@@ -364,7 +364,9 @@ def _values_of(buf: bytes, loc: tuple[int, int] | None, item: _Item, row: int | 
         return None
     kind, regions = feature_lists(buf, loc[0], loc[1])
     _check_kind(item, kind, row)
-    if kind == KIND_NONE:
+    if kind == KIND_NONE:  # an empty Feature() (no list): TF's parser skips it, so a
+        if item.form == _FIXED and item.default is not None:  # default fills it
+            return None
         return [] if item.kind == KIND_BYTES else np.zeros(0, item.np_dtype)
     return segment_values(buf, kind, list_segments(buf, kind, regions))
 
@@ -416,11 +418,8 @@ def _one_record(serialized: Any, where: str | None = None) -> bytes:
     """
     if isinstance(serialized, np.ndarray) and serialized.ndim == 0:
         serialized = serialized.item()
-    if isinstance(serialized, str):
-        raise ExampleInputError(
-            f"parse_single_example takes one serialized Example (bytes), got a str "
-            f"{serialized!r:.60}. Records are bytes: pass what a TFRecordDataset yields."
-        )
+    if isinstance(serialized, str):  # as TF's tf.string of a Python str: its UTF-8 bytes
+        return serialized.encode("utf-8")
     if isinstance(serialized, (bytearray, memoryview, np.bytes_)):
         return bytes(serialized)
     if isinstance(serialized, bytes):
@@ -614,6 +613,9 @@ def _parse_fixed_layout(records: list[bytes], items: list[_Item]) -> list[Any] |
             kind, regions = feature_lists(first, *loc)
             if kind not in (item.kind, KIND_NONE):
                 return None
+            if kind == KIND_NONE and item.form == _FIXED and item.default is not None:
+                located.append((None, []))  # an empty Feature() is missing (see _values_of)
+                continue
             segs = list_segments(first, kind, regions)
             dont_care.extend(segs)
             located.append((kind, segs))
