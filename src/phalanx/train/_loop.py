@@ -22,7 +22,7 @@ import jax
 
 log = logging.getLogger("phalanx")
 
-FIRST_EXECUTION_FACTOR = 5  # the watchdog's deadline for a loop's first (compiling) execution
+FIRST_EXECUTION_FACTOR = 5  # the watchdog's deadline for an execution that may compile
 
 
 def pipelined(
@@ -51,7 +51,7 @@ def pipelined(
         for k, ex in enumerate(executions):
             if k and should_stop is not None and should_stop():
                 break
-            beat(ex.first_step)
+            beat(ex.first_step, ex.steps)
             result = dispatch(ex)
             if pending is not None:
                 yield pending[0], _finish(fetch, *pending)
@@ -143,22 +143,23 @@ def in_step(executions: Iterable, phase: str) -> Iterator:
 
 @contextlib.contextmanager
 def _watched(kind: str):
-    """Yields ``beat(step)`` for a loop of executions; stops the watchdog when the loop ends.
+    """Yields ``beat(step, steps)`` for a loop of executions; stops the watchdog at its end.
 
     ``phalanx.cluster.watchdog`` (on in multi-process runs) then reports a
-    process whose next execution does not start within the deadline; the
-    first execution of a loop may compile, so it gets ``FIRST_EXECUTION_FACTOR``
-    times the deadline.
+    process whose next execution does not start within the deadline. An
+    execution of a count of real steps not seen yet in the loop may compile (the
+    first; a short last one: ``_step.run_steps`` compiles a program per count),
+    so it gets ``FIRST_EXECUTION_FACTOR`` times the deadline.
     """
     from ..cluster import watchdog
 
-    first = True
+    seen: set[int] = set()
 
-    def beat(step: int) -> None:
-        nonlocal first
-        timeout = watchdog.timeout * FIRST_EXECUTION_FACTOR if first else None
+    def beat(step: int, steps: int) -> None:
+        new = steps not in seen
+        seen.add(steps)
+        timeout = watchdog.timeout * FIRST_EXECUTION_FACTOR if new else None
         watchdog.beat(step=step, phase=kind, timeout=timeout)
-        first = False
 
     try:
         yield beat

@@ -20,7 +20,8 @@ A training step is two parts of one compiled program (``fused_program``):
    (``global_clipnorm``) or a per-tensor norm (``clipnorm``) still sees whole
    tensors.
 
-``steps_per_execution`` steps run in one ``lax.scan`` around the two parts.
+``steps_per_execution`` steps run in one ``lax.scan`` around the two parts
+(``_step.run_steps``: a program per count of real steps, one step without a loop).
 Evaluation and prediction gather the parameters once per execution and run
 as the replicated programs do. The results equal replicated training up to
 float rounding (the gradients are summed in another order).
@@ -29,12 +30,10 @@ float rounding (the gradients are summed in another order).
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -169,7 +168,8 @@ class _Program:
         else:
             out = (state_shardings(self.strategy, state), replicated)
         donate = (0,) if self.kind == "train" else ()
-        return jax.jit(body, out_shardings=out, donate_argnums=donate)
+        static = () if self.kind == "predict" else (3,)  # train/eval: a program per count
+        return jax.jit(body, out_shardings=out, donate_argnums=donate, static_argnums=static)
 
 
 def _train_body(config, layout, mesh, inner_specs, resident, strategy, state0):
@@ -195,12 +195,7 @@ def _train_body(config, layout, mesh, inner_specs, resident, strategy, state0):
         return state._replace(params=params, opt_state=opt_state)
 
     def body(state, data, xs, steps):
-        def one(carry, xs_i):
-            state, i = carry
-            state = jax.lax.cond(i < steps, lambda s: one_step(s, data, xs_i), lambda s: s, state)
-            return (state, i + 1), None
-
-        (state, _), _ = jax.lax.scan(one, (state, jnp.zeros((), jnp.int32)), xs)
+        state = _step.run_steps(lambda s, xs_i: one_step(s, data, xs_i), state, xs, steps)
         return state, _step.results(config, state)
 
     return body
@@ -209,22 +204,23 @@ def _train_body(config, layout, mesh, inner_specs, resident, strategy, state0):
 def _eval_body(config, layout, mesh, inner_specs, resident, strategy, state0):
     del strategy, state0
 
-    def evaluate(inner, data, xs, steps):
-        step = functools.partial(_step.eval_step, config)
-        gathered = inner._replace(params=layout.gather(inner.params))
-        out = _step._scan_real_steps(step, gathered, data, xs, steps, resident)
-        return out._replace(params=inner.params), _step.results(config, out)
-
-    mapped = jax.shard_map(
-        evaluate,
-        mesh=mesh,
-        in_specs=(inner_specs, P(), P(None, AXIS), P()),
-        out_specs=(inner_specs, P()),
-        check_vma=True,
-    )
-
     def body(state, data, xs, steps):
-        inner, logs = mapped(_inner(state), data, xs, steps)
+        def evaluate(inner, data, xs):
+            def one(s, xs_i):
+                return _step.eval_step(config, s, _step._unpack(resident, data, xs_i))
+
+            gathered = inner._replace(params=layout.gather(inner.params))
+            out = _step.run_steps(one, gathered, xs, steps)
+            return out._replace(params=inner.params), _step.results(config, out)
+
+        mapped = jax.shard_map(
+            evaluate,
+            mesh=mesh,
+            in_specs=(inner_specs, P(), P(None, AXIS)),
+            out_specs=(inner_specs, P()),
+            check_vma=True,
+        )
+        inner, logs = mapped(_inner(state), data, xs)
         return inner._replace(opt_state=state.opt_state), logs
 
     return body
@@ -236,11 +232,10 @@ def _predict_body(config, layout, mesh, inner_specs, resident, strategy, state0)
     def predict(inner, data, xs):
         state = inner._replace(params=layout.gather(inner.params))
 
-        def one(_, xs_i):
-            x = _step._unpack(resident, data, xs_i)[0]
-            return None, _step.predict_step(config, state, x)
+        def one(xs_i):
+            return _step.predict_step(config, state, _step._unpack(resident, data, xs_i)[0])
 
-        return jax.lax.scan(one, None, xs)[1]
+        return _step.map_steps(one, xs)
 
     mapped = jax.shard_map(
         predict,

@@ -14,8 +14,10 @@ Batches reach a step as *per-replica* pieces ``(x, y, sample_weight, mask)``:
 ``mask`` is 0 for padding (a short last batch, or a step past the end of the
 data in the last group of N), and padded examples count nowhere: not in the
 loss, the gradient, the metrics or the example counts. Steps past the real
-ones (padding that fills the last group of N) are skipped by ``lax.cond``;
-every real step holds at least one real example.
+ones (padding that fills the last group of N) are not run: a program is
+compiled for each count of real steps (``run_steps``; one step is the bare
+step, no loop and no ``lax.cond``), and every real step holds at least one
+real example.
 
 Input comes in one of two forms, chosen by the data adapter:
 
@@ -28,7 +30,6 @@ Input comes in one of two forms, chosen by the data adapter:
 from __future__ import annotations
 
 import dataclasses
-import functools
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -377,22 +378,31 @@ def _unpack(resident: bool, data, xs_i):
     return xs_i
 
 
-def _scan_real_steps(step_fn, state, data, xs, steps, resident: bool):
-    """Runs ``step_fn`` over the first ``steps`` entries of ``xs``; the rest are skipped.
+def run_steps(step_fn, state, xs, steps: int):
+    """``state`` after ``step_fn(state, xs[i])`` for the first ``steps`` entries of ``xs``.
 
-    The padding steps that fill the last group of N cost a predicate each, not a
-    step (``lax.cond`` runs one branch).
+    ``steps`` is a Python int: a program is compiled for each count, so the steps
+    past the real ones (padding that fills the last group of N) are not in it at
+    all, and no ``lax.cond`` decides at run time. One step is the bare step (no
+    loop); several run in a ``lax.scan`` whose body is that step (issue 24:
+    XLA:CPU compiles a step inside a loop, and a ``cond`` inside a loop, less well).
     """
+    if steps == 1:
+        return step_fn(state, jax.tree.map(lambda a: a[0], xs))
+    xs = jax.tree.map(lambda a: a[:steps], xs)  # the padded steps' entries go unread
 
-    def one(carry, xs_i):
-        state, i = carry
-        state = jax.lax.cond(
-            i < steps, lambda s: step_fn(s, _unpack(resident, data, xs_i)), lambda s: s, state
-        )
-        return (state, i + 1), None
+    def one(state, xs_i):
+        return step_fn(state, xs_i), None
 
-    (state, _), _ = jax.lax.scan(one, (state, jnp.zeros((), jnp.int32)), xs)
-    return state
+    return jax.lax.scan(one, state, xs)[0]
+
+
+def map_steps(fn, xs):
+    """``fn(xs[i])`` for every entry of ``xs``, stacked; one entry: the bare call (no loop)."""
+    if jax.tree.leaves(xs)[0].shape[0] == 1:
+        out = fn(jax.tree.map(lambda a: a[0], xs))
+        return jax.tree.map(lambda a: a[None], out)
+    return jax.lax.scan(lambda _, xs_i: (None, fn(xs_i)), None, xs)[1]
 
 
 def fused_program(
@@ -410,9 +420,11 @@ def fused_program(
     replicated; ``data`` the device-resident arrays (``P()``) or None; ``xs``
     the stacked per-step inputs ``[N, global_batch, ...]`` sharded
     ``P(None, 'replica')`` (batches, or indices into ``data``); ``steps`` the
-    number of real steps (an int32 scalar; the others are padding, skipped).
-    It returns ``(state, logs)`` for train/eval (logs: the metric results after
-    the steps) and the stacked predictions ``[N, global_batch, ...]`` for predict.
+    number of real steps, a Python int (static: train and eval compile a
+    program per count, ``run_steps``; predict runs every step, its padded
+    outputs are dropped by the caller). It returns ``(state, logs)`` for
+    train/eval (logs: the metric results after the steps) and the stacked
+    predictions ``[N, global_batch, ...]`` for predict.
 
     ``jax.shard_map`` is manual over ``'replica'`` only: a mesh's other axes (a
     ``ModelParallelStrategy``'s model axis) stay under XLA's automatic
@@ -421,35 +433,46 @@ def fused_program(
     state returned to it, so the next call gets the same input layout.
     """
     batch_spec = P(None, AXIS)
+    step_fn = {"train": train_step, "eval": eval_step}.get(kind)
+
+    def shard_mapped(body, out_specs):
+        return jax.shard_map(
+            body,
+            mesh=mesh,
+            in_specs=(P(), P(), batch_spec),
+            out_specs=out_specs,
+            axis_names=frozenset({AXIS}),
+            check_vma=check_vma(mesh),
+        )
+
+    def stepped(state, data, xs, steps):
+        def on_replica(state, data, xs):
+            def one(s, xs_i):
+                return step_fn(config, s, _unpack(resident, data, xs_i))
+
+            state = run_steps(one, state, xs, steps)
+            return state, results(config, state)
+
+        return shard_mapped(on_replica, (P(), P()))(state, data, xs)
 
     def train_body(state, data, xs, steps):
-        step = functools.partial(train_step, config)
-        state = _scan_real_steps(step, state, data, xs, steps, resident)
-        return state, results(config, state)
+        return stepped(state, data, xs, steps)
 
     def eval_body(state, data, xs, steps):
-        step = functools.partial(eval_step, config)
-        state = _scan_real_steps(step, state, data, xs, steps, resident)
-        return state, results(config, state)
+        return stepped(state, data, xs, steps)
 
     def predict_body(state, data, xs, steps):
         del steps  # padded outputs are dropped by the caller
 
-        def one(_, xs_i):
-            return None, predict_step(config, state, _unpack(resident, data, xs_i)[0])
+        def on_replica(state, data, xs):
+            def one(xs_i):
+                return predict_step(config, state, _unpack(resident, data, xs_i)[0])
 
-        return jax.lax.scan(one, None, xs)[1]
+            return map_steps(one, xs)
+
+        return shard_mapped(on_replica, batch_spec)(state, data, xs)
 
     body = {"train": train_body, "eval": eval_body, "predict": predict_body}[kind]
-    out_specs = batch_spec if kind == "predict" else (P(), P())
-    mapped = jax.shard_map(
-        body,
-        mesh=mesh,
-        in_specs=(P(), P(), batch_spec, P()),
-        out_specs=out_specs,
-        axis_names=frozenset({AXIS}),
-        check_vma=check_vma(mesh),
-    )
     pinned = {}
     if state_shardings is not None:
         replicated = NamedSharding(mesh, P())
@@ -458,4 +481,5 @@ def fused_program(
             NamedSharding(mesh, batch_spec) if kind == "predict" else train_or_eval
         )
     donate_argnums = (0,) if (donate and kind == "train") else ()
-    return jax.jit(mapped, donate_argnums=donate_argnums, **pinned)
+    static = () if kind == "predict" else (3,)
+    return jax.jit(body, donate_argnums=donate_argnums, static_argnums=static, **pinned)
