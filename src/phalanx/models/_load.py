@@ -10,7 +10,6 @@ refused with a clear error.
 
 from __future__ import annotations
 
-import json
 import os
 import zipfile
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from .. import layers as _layers
 from ..errors import KerasFileError
 from ..layers._layer import Layer
+from ..saving import _archive
 from ..saving import _compile_config as _keras_compile
 from ..saving import _keras_model as _keras_files
 
@@ -188,6 +188,49 @@ def _sequential(config: dict, name: str) -> Any:
     return Sequential([_make_layer(entry) for entry in config["layers"]], name=name)
 
 
+def _model_from_config(config: dict, path: str) -> Any:
+    """The model ``config.json`` describes; a config of another shape is refused by name."""
+    kind = config.get("class_name")
+    inner = config.get("config")
+    if not isinstance(inner, dict) or not isinstance(inner.get("layers"), list):
+        raise KerasFileError(
+            f"{path!r}: its config.json has no model config with a list of layers "
+            f"(got class_name={kind!r}, config of type {type(inner).__name__})."
+        )
+    for i, entry in enumerate(inner["layers"]):
+        if not (
+            isinstance(entry, dict)
+            and isinstance(entry.get("class_name"), str)
+            and isinstance(entry.get("config"), dict)
+        ):
+            raise KerasFileError(
+                f"{path!r}: layer {i} of its config.json is {str(entry)[:80]!r}; a Keras "
+                'layer entry is an object with a "class_name" string and a "config" object.'
+            )
+    name = inner.get("name")
+    try:
+        if kind == "Sequential":
+            model = _sequential(inner, name)
+        elif kind in ("Functional", "Model"):
+            model = _functional(inner, name)
+        else:
+            raise KerasFileError(
+                f"{path!r} holds a {kind!r} model; phalanx reads Sequential and functional "
+                "models (a subclassed model's class is code: rebuild it in Python, then "
+                "load_weights its .weights.h5)."
+            )
+    except KerasFileError:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError) as error:
+        raise KerasFileError(
+            f"{path!r}: its config.json does not describe a model phalanx can build "
+            f"({type(error).__name__}: {error})."
+        ) from error
+    if not model.built:
+        raise KerasFileError(f"{path!r}: the Sequential model has no Input; cannot build it.")
+    return model
+
+
 def load_model(
     path: Any, custom_objects: Any = None, compile: bool = True, safe_mode: bool = True
 ) -> Any:
@@ -221,29 +264,20 @@ def load_model(
     if not os.path.exists(path):
         raise FileNotFoundError(f"No model file at {path!r}.")
     try:
-        with zipfile.ZipFile(path) as archive:
-            config = json.loads(archive.read("config.json"))
-            weights = archive.read("model.weights.h5")
-    except (zipfile.BadZipFile, KeyError, json.JSONDecodeError) as e:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as e:
         raise KerasFileError(
             f"{path!r} is not a Keras 3 .keras file (a zip with config.json and "
             f"model.weights.h5): {e}."
         ) from None
-    kind = config.get("class_name")
-    inner = config.get("config", {})
-    name = inner.get("name")
-    if kind == "Sequential":
-        model = _sequential(inner, name)
-    elif kind in ("Functional", "Model") and "layers" in inner:
-        model = _functional(inner, name)
-    else:
-        raise KerasFileError(
-            f"{path!r} holds a {kind!r} model; phalanx reads Sequential and functional "
-            "models (a subclassed model's class is code: rebuild it in Python, then "
-            "load_weights its .weights.h5)."
+    with archive:
+        config = _archive.parse_config(
+            _archive.read_member(archive, "config.json", path, _archive.MAX_CONFIG_BYTES), path
         )
-    if not model.built:
-        raise KerasFileError(f"{path!r}: the Sequential model has no Input; cannot build it.")
+        model = _model_from_config(config, path)
+        # Keras's file holds the weights and at most a few optimizer slots per weight.
+        cap = 8 * sum(int(w.nbytes) for w in model.get_weights()) + 2**24
+        weights = _archive.read_member(archive, "model.weights.h5", path, cap)
     _keras_files.load_h5(model, weights, f"{path}:model.weights.h5")
     if compile and config.get("compile_config"):
         _keras_compile.compile_from_config(model, config["compile_config"], path)
