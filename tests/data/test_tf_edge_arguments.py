@@ -130,3 +130,32 @@ def test_bad_inputs_raise_naming_the_argument_as_tf():
     with pytest.raises(DatasetArgumentError, match="provide padded_shapes because component 0"):
         unknown.padded_batch(2)
     assert elements(unknown.padded_batch(2, padded_shapes=[None])) == [[[0, 1]]]
+
+
+NAMED = [
+    lambda: Dataset.range(4, name="n"),
+    lambda: Dataset.from_tensor_slices([1, 2], name="n"),
+    lambda: Dataset.from_tensors(1, name="n"),
+    lambda: Dataset.zip((Dataset.range(2), Dataset.range(2)), name="n"),
+    lambda: Dataset.counter(name="n").take(2),
+    lambda: Dataset.range(4).map(lambda x: x, name="n"),
+    lambda: Dataset.range(4).filter(lambda x: x > 0, name="n"),
+    lambda: Dataset.range(4).batch(2, name="n"),
+    lambda: Dataset.range(4).shuffle(4, seed=1, name="n"),
+    lambda: Dataset.range(4).take(2, name="n"),
+    lambda: Dataset.range(4).prefetch(1, name="n"),
+    lambda: Dataset.range(4).flat_map(lambda x: Dataset.from_tensors(x), name="n"),
+    lambda: Dataset.range(4).concatenate(Dataset.range(1), name="n"),
+    lambda: Dataset.range(4).with_options(Options(), name="n"),
+]
+
+
+@pytest.mark.parametrize("make", NAMED)
+def test_name_is_taken_as_tf(make):
+    # TF 2.21: every source and transformation takes name= (the op's name in its graph)
+    ds = make()
+    assert "name='n'" in repr(ds) or "name='n'" in repr(ds._inputs()[0])
+    assert len(elements(ds)) >= 1
+    assert int(Dataset.range(3).reduce(np.int64(0), lambda s, x: s + x, name="n")) == 3
+    with pytest.raises(TypeError, match="name must be a str or None"):
+        Dataset.range(3).take(2, name=3)

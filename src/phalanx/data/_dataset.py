@@ -10,6 +10,8 @@ this module only holds the public surface and the graph plumbing.
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
 import os
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -20,6 +22,33 @@ from ..errors import DatasetArgumentError, DatasetTypeError
 from . import _structure as st
 from ._iterator import Iterator, IterCtx, RandomAccess, new_root_seed
 from ._options import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Options
+
+
+def _takes_name(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Adds tf.data's ``name=`` argument to a source or transformation.
+
+    TensorFlow names the op in its graph with it (for debugging and tracing); phalanx has
+    no graph, so the name is checked (a ``str`` or ``None``), kept on the returned dataset
+    (``repr`` shows it) and otherwise changes nothing.
+    """
+
+    @functools.wraps(method)
+    def with_name(*args: Any, name: str | None = None, **kwargs: Any) -> Any:
+        if name is not None and not isinstance(name, str):
+            raise DatasetTypeError(
+                f"{method.__name__}: name must be a str or None, got {type(name).__name__} "
+                f"{name!r:.40}; it names the transformation, e.g. name='parse'."
+            )
+        out = method(*args, **kwargs)
+        if name is not None and isinstance(out, Dataset):
+            out._name = name
+        return out
+
+    sig = inspect.signature(method)
+    params = list(sig.parameters.values())
+    params.append(inspect.Parameter("name", inspect.Parameter.KEYWORD_ONLY, default=None))
+    with_name.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    return with_name
 
 
 class Dataset:
@@ -151,6 +180,7 @@ class Dataset:
         own = self._options_here()
         return merged.merge(own) if own is not None else merged
 
+    @_takes_name
     def with_options(self, options: Options) -> Dataset:
         """A dataset with ``options`` set (later options win over earlier ones)."""
         from ._with_options import OptionsDataset
@@ -164,11 +194,13 @@ class Dataset:
         return OptionsDataset(self, options)
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} element_spec={self.element_spec!r}>"
+        named = f" name={self._name!r}" if getattr(self, "_name", None) else ""
+        return f"<{type(self).__name__}{named} element_spec={self.element_spec!r}>"
 
     # -- sources ---------------------------------------------------------------------------
 
     @staticmethod
+    @_takes_name
     def from_tensor_slices(tensors: Any) -> Dataset:
         """A dataset of the slices of ``tensors`` along their first dimension.
 
@@ -180,6 +212,7 @@ class Dataset:
         return TensorSlicesDataset(tensors)
 
     @staticmethod
+    @_takes_name
     def from_tensors(tensors: Any) -> Dataset:
         """A dataset of exactly one element, ``tensors``."""
         from ._sources import TensorsDataset
@@ -187,6 +220,7 @@ class Dataset:
         return TensorsDataset(tensors)
 
     @staticmethod
+    @_takes_name
     def range(*args: int, output_type: Any = "int64") -> Dataset:
         """``range(stop)``, ``range(start, stop[, step])`` as a dataset of int64 scalars."""
         from ._sources import RangeDataset
@@ -196,6 +230,7 @@ class Dataset:
         return RangeDataset(*args, output_type=output_type)
 
     @staticmethod
+    @_takes_name
     def from_generator(
         generator: Callable[..., Iterable[Any]],
         output_types: Any = None,
@@ -216,6 +251,7 @@ class Dataset:
         return GeneratorDataset(generator, output_types, output_shapes, args, output_signature)
 
     @staticmethod
+    @_takes_name
     def zip(*datasets: Any) -> Dataset:
         """Zip datasets (a nest of datasets, or several as arguments); stops at the shortest."""
         from ._sources import ZipDataset
@@ -232,6 +268,7 @@ class Dataset:
         return ZipDataset(datasets)
 
     @staticmethod
+    @_takes_name
     def counter(start: int = 0, step: int = 1, dtype: Any = "int64") -> Dataset:
         """``start``, ``start + step``, ... without end (tf.data's ``counter``)."""
         start = check_int("start", start, "counter")
@@ -280,6 +317,7 @@ class Dataset:
         )
 
     @staticmethod
+    @_takes_name
     def list_files(
         file_pattern: str | list[str], shuffle: bool | None = None, seed: int | None = None
     ) -> Dataset:
@@ -290,6 +328,7 @@ class Dataset:
 
     # -- transformations -------------------------------------------------------------------
 
+    @_takes_name
     def concatenate(self, dataset: Dataset) -> Dataset:
         """The elements of this dataset followed by those of ``dataset`` (same structure)."""
         from ._sources import ConcatenateDataset
@@ -301,6 +340,7 @@ class Dataset:
             )
         return ConcatenateDataset(self, dataset)
 
+    @_takes_name
     def map(
         self,
         map_func: Callable[..., Any],
@@ -317,6 +357,7 @@ class Dataset:
         check_parallel_calls(num_parallel_calls, "map")
         return MapDataset(self, map_func, num_parallel_calls, deterministic)
 
+    @_takes_name
     def filter(self, predicate: Callable[..., Any]) -> Dataset:
         """Keep the elements for which ``predicate`` returns true."""
         from ._filter import FilterDataset
@@ -324,6 +365,7 @@ class Dataset:
         check_callable("predicate", predicate, "filter", "a function element -> bool")
         return FilterDataset(self, predicate)
 
+    @_takes_name
     def scan(self, initial_state: Any, scan_func: Callable[[Any, Any], Any]) -> Dataset:
         """Carry a state over the elements: ``scan_func(state, element)`` returns
         ``(new_state, output)``; the outputs are the new dataset (tf.data's ``scan``).
@@ -341,6 +383,7 @@ class Dataset:
         check_callable("scan_func", scan_func, "scan", "a function (state, element)")
         return ScanDataset(self, initial_state, scan_func)
 
+    @_takes_name
     def take_while(self, predicate: Callable[..., Any]) -> Dataset:
         """The elements up to (not including) the first for which ``predicate`` is false."""
         from ._filter import TakeWhileDataset
@@ -348,6 +391,7 @@ class Dataset:
         check_callable("predicate", predicate, "take_while", "a function element -> bool")
         return TakeWhileDataset(self, predicate)
 
+    @_takes_name
     def shuffle(
         self, buffer_size: int, seed: int | None = None, reshuffle_each_iteration: bool = True
     ) -> Dataset:
@@ -356,6 +400,7 @@ class Dataset:
 
         return ShuffleDataset(self, buffer_size, seed, reshuffle_each_iteration)
 
+    @_takes_name
     def repeat(self, count: int | None = None) -> Dataset:
         """Repeat the dataset ``count`` times (forever when ``None`` or -1)."""
         from ._repeat import RepeatDataset
@@ -364,6 +409,7 @@ class Dataset:
             check_int("count", count, "repeat")
         return RepeatDataset(self, count)
 
+    @_takes_name
     def batch(
         self,
         batch_size: int,
@@ -381,6 +427,7 @@ class Dataset:
         check_parallel_calls(num_parallel_calls, "batch")
         return BatchDataset(self, batch_size, drop_remainder)
 
+    @_takes_name
     def padded_batch(
         self,
         batch_size: int,
@@ -396,30 +443,35 @@ class Dataset:
 
         return PaddedBatchDataset(self, batch_size, padded_shapes, padding_values, drop_remainder)
 
+    @_takes_name
     def unbatch(self) -> Dataset:
         """Split each element along its first dimension into separate elements."""
         from ._batch import UnbatchDataset
 
         return UnbatchDataset(self)
 
+    @_takes_name
     def rebatch(self, batch_size: int | list[int], drop_remainder: bool = False) -> Dataset:
         """Re-split batches into batches of ``batch_size`` (cycled if a list), as ``unbatch().batch()``."""
         from ._batch import RebatchDataset
 
         return RebatchDataset(self, batch_size, drop_remainder)
 
+    @_takes_name
     def take(self, count: int) -> Dataset:
         """The first ``count`` elements (all when ``count`` is -1)."""
         from ._take_skip import TakeDataset
 
         return TakeDataset(self, check_int("count", count, "take"))
 
+    @_takes_name
     def skip(self, count: int) -> Dataset:
         """All but the first ``count`` elements (none when ``count`` is -1)."""
         from ._take_skip import SkipDataset
 
         return SkipDataset(self, check_int("count", count, "skip"))
 
+    @_takes_name
     def shard(self, num_shards: int, index: int) -> Dataset:
         """Every ``num_shards``-th element, starting at ``index``.
 
@@ -431,6 +483,7 @@ class Dataset:
 
         return ShardDataset(self, num_shards, index)
 
+    @_takes_name
     def cache(self, filename: str = "") -> Dataset:
         """Keep the elements after the first full pass, in memory or in ``filename`` (.npz)."""
         from ._cache import CacheDataset
@@ -442,12 +495,14 @@ class Dataset:
             )
         return CacheDataset(self, filename)
 
+    @_takes_name
     def prefetch(self, buffer_size: int) -> Dataset:
         """Produce up to ``buffer_size`` elements ahead on a background thread."""
         from ._prefetch import PrefetchDataset
 
         return PrefetchDataset(self, buffer_size)
 
+    @_takes_name
     def interleave(
         self,
         map_func: Callable[..., Dataset],
@@ -470,12 +525,14 @@ class Dataset:
             self, map_func, cycle_length, block_length, num_parallel_calls, deterministic
         )
 
+    @_takes_name
     def flat_map(self, map_func: Callable[..., Dataset]) -> Dataset:
         """Map each element to a dataset and read those datasets one after the other
         (tf.data's ``flat_map``: ``interleave`` with ``cycle_length=1``)."""
         check_callable("map_func", map_func, "flat_map", "a function element -> Dataset")
         return self.interleave(map_func, cycle_length=1, block_length=1)
 
+    @_takes_name
     def window(
         self, size: int, shift: int | None = None, stride: int = 1, drop_remainder: bool = False
     ) -> Dataset:
@@ -504,6 +561,7 @@ class Dataset:
         drop = check_bool("drop_remainder", drop_remainder, "window")
         return WindowDataset(self, size, shift, stride, drop)
 
+    @_takes_name
     def ignore_errors(self, log_warning: bool = False) -> Dataset:
         """Drops the elements whose computation raised an error (``tf.data``'s ``ignore_errors``).
 
@@ -531,6 +589,7 @@ class Dataset:
             )
         return IgnoreErrorsDataset(self, bool(log_warning))
 
+    @_takes_name
     def unique(self) -> Dataset:
         """Each distinct element once, at its first occurrence (tf.data's ``unique``).
 
@@ -547,6 +606,7 @@ class Dataset:
         check_unique_input(self)
         return UniqueDataset(self)
 
+    @_takes_name
     def reduce(self, initial_state: Any, reduce_func: Callable[[Any, Any], Any]) -> Any:
         """Fold the elements into one value: ``reduce_func(state, element)`` for each
         element in order, from ``initial_state`` (the element whole, as tf.data)."""
@@ -570,6 +630,7 @@ class Dataset:
                 )
         return state
 
+    @_takes_name
     def get_single_element(self) -> Any:
         """The dataset's only element (tf.data's ``get_single_element``).
 
@@ -587,12 +648,14 @@ class Dataset:
             )
         return first
 
+    @_takes_name
     def enumerate(self, start: int = 0) -> Dataset:
         """Pair each element with its int64 index: ``(i, element)``."""
         from ._enumerate import EnumerateDataset
 
         return EnumerateDataset(self, check_int("start", start, "enumerate"))
 
+    @_takes_name
     def group_by_window(
         self,
         key_func: Callable[..., Any],
@@ -614,6 +677,7 @@ class Dataset:
 
         return group_by_window(self, key_func, reduce_func, window_size, window_size_func)
 
+    @_takes_name
     def bucket_by_sequence_length(
         self,
         element_length_func: Callable[..., Any],
