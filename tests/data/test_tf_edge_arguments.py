@@ -159,3 +159,23 @@ def test_name_is_taken_as_tf(make):
     assert int(Dataset.range(3).reduce(np.int64(0), lambda s, x: s + x, name="n")) == 3
     with pytest.raises(TypeError, match="name must be a str or None"):
         Dataset.range(3).take(2, name=3)
+
+
+def test_random_as_tf():
+    # TF 2.21: Dataset.random(seed) is infinite int64 (cardinality -1), the same sequence on
+    # every iteration unless rerandomize_each_iteration=True; values uniform over int64
+    ds = Dataset.random(seed=4)
+    assert ds.cardinality() == -1 and ds.element_spec == TensorSpec((), np.int64)
+    assert elements(ds.take(5)) == elements(ds.take(5))
+    again = Dataset.random(seed=4, rerandomize_each_iteration=True).take(5)
+    assert elements(again) != elements(again)
+    values = np.array(elements(Dataset.random(seed=2).take(4000)))
+    assert 0.45 < (values < 0).mean() < 0.55 and len(set(values.tolist())) == 4000
+    it = iter(Dataset.random(seed=1))
+    _ = [next(it) for _ in range(4100)]  # past a block of 4096
+    state = it.get_state()
+    rest = iter(Dataset.random(seed=1))
+    rest.set_state(state)
+    assert elements(rest, 3) == elements(it, 3)
+    with pytest.raises(TypeError, match="seed must be an int"):
+        Dataset.random(seed="1")

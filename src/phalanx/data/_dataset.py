@@ -277,6 +277,24 @@ class Dataset:
         return Dataset.range(1).repeat().enumerate().map(lambda i, _: kind(start + i * step))
 
     @staticmethod
+    @_takes_name
+    def random(seed: int | None = None, rerandomize_each_iteration: bool | None = None) -> Dataset:
+        """An endless dataset of uniformly distributed int64 values (tf.data's ``random``).
+
+        The same sequence for a seed (and, without a seed, for one dataset object);
+        with ``rerandomize_each_iteration=True`` each iteration draws a new one. The
+        values are not TensorFlow's (another generator). Checkpointable.
+
+        Example:
+          >>> ds = Dataset.random(seed=4).take(3)
+          >>> [int(x) for x in ds] == [int(x) for x in ds]
+          True
+        """
+        from ._random import RandomDataset
+
+        return RandomDataset(seed, rerandomize_each_iteration)
+
+    @staticmethod
     def choose_from_datasets(
         datasets: list[Dataset], choice_dataset: Dataset, stop_on_empty_dataset: bool = True
     ) -> Dataset:
