@@ -25,8 +25,23 @@ from ._accuracy import (
 )
 from ._accuracy import top_k_categorical_accuracy as top_k_categorical_accuracy
 from ._confusion import AUC as AUC
+from ._confusion import FalseNegatives as FalseNegatives
+from ._confusion import FalsePositives as FalsePositives
 from ._confusion import Precision as Precision
+from ._confusion import PrecisionAtRecall as PrecisionAtRecall
 from ._confusion import Recall as Recall
+from ._confusion import RecallAtPrecision as RecallAtPrecision
+from ._confusion import SensitivityAtSpecificity as SensitivityAtSpecificity
+from ._confusion import SpecificityAtSensitivity as SpecificityAtSensitivity
+from ._confusion import TrueNegatives as TrueNegatives
+from ._confusion import TruePositives as TruePositives
+from ._f_score import F1Score as F1Score
+from ._f_score import FBetaScore as FBetaScore
+from ._iou import BinaryIoU as BinaryIoU
+from ._iou import IoU as IoU
+from ._iou import MeanIoU as MeanIoU
+from ._iou import OneHotIoU as OneHotIoU
+from ._iou import OneHotMeanIoU as OneHotMeanIoU
 from ._metric import Mean as Mean
 from ._metric import MeanMetricWrapper as MeanMetricWrapper
 from ._metric import Metric as Metric
@@ -41,6 +56,7 @@ from ._more import LogCoshError as LogCoshError
 from ._more import MeanAbsolutePercentageError as MeanAbsolutePercentageError
 from ._more import MeanSquaredLogarithmicError as MeanSquaredLogarithmicError
 from ._more import Poisson as Poisson
+from ._more import R2Score as R2Score
 from ._more import RootMeanSquaredError as RootMeanSquaredError
 from ._more import SparseCategoricalCrossentropy as SparseCategoricalCrossentropy
 from ._more import SquaredHinge as SquaredHinge
@@ -55,30 +71,46 @@ __all__ = [
     "Accuracy",
     "BinaryAccuracy",
     "BinaryCrossentropy",
+    "BinaryIoU",
     "CategoricalAccuracy",
     "CategoricalCrossentropy",
     "CategoricalHinge",
     "CosineSimilarity",
+    "F1Score",
+    "FBetaScore",
+    "FalseNegatives",
+    "FalsePositives",
     "Hinge",
+    "IoU",
     "KLDivergence",
     "LogCoshError",
     "Mean",
     "MeanAbsoluteError",
     "MeanAbsolutePercentageError",
+    "MeanIoU",
     "MeanMetricWrapper",
     "MeanSquaredError",
     "MeanSquaredLogarithmicError",
     "Metric",
+    "OneHotIoU",
+    "OneHotMeanIoU",
     "Poisson",
     "Precision",
+    "PrecisionAtRecall",
+    "R2Score",
     "Recall",
+    "RecallAtPrecision",
     "RootMeanSquaredError",
+    "SensitivityAtSpecificity",
     "SparseCategoricalAccuracy",
     "SparseCategoricalCrossentropy",
     "SparseTopKCategoricalAccuracy",
+    "SpecificityAtSensitivity",
     "SquaredHinge",
     "Sum",
     "TopKCategoricalAccuracy",
+    "TrueNegatives",
+    "TruePositives",
     "accuracy",
     "binary_accuracy",
     "categorical_accuracy",

@@ -23,6 +23,7 @@ examples of a partial last batch are masked.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -129,6 +130,33 @@ class Metric:
         """Returns the metric's value for ``state`` as a float32 scalar."""
         raise NotImplementedError
 
+    def get_config(self) -> dict[str, Any]:
+        """Keras's config: ``name``, ``dtype`` and the constructor's arguments as given."""
+        config: dict[str, Any] = {"name": self.name, "dtype": _dtype_name(self.dtype)}
+        for param in inspect.signature(type(self).__init__).parameters.values():
+            if param.name in ("self", "name", "dtype", "fn") or param.kind in (
+                param.VAR_POSITIONAL,
+                param.VAR_KEYWORD,
+            ):
+                continue
+            config[param.name] = self._config_value(param.name)
+        return config
+
+    def _config_value(self, key: str) -> Any:
+        """The argument ``key`` as the constructor got it (``_init_<key>`` when parsed)."""
+        for attribute in (f"_init_{key}", key):
+            if attribute in self.__dict__:
+                return self.__dict__[attribute]
+        kwargs = self.__dict__.get("kwargs", {})
+        if key in kwargs:
+            return kwargs[key]
+        raise AttributeError(f"{type(self).__name__} keeps no {key!r} for get_config")
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> Metric:
+        """The metric ``get_config`` described (Keras's ``from_config``)."""
+        return cls(**config)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
 
@@ -149,6 +177,10 @@ class Metric:
 _KERAS_STATEFUL = frozenset(
     {"update_state", "reset_state", "reset_states", "merge_state", "variables", "count", "total"}
 )
+
+
+def _dtype_name(dtype: Any) -> str:
+    return "float32" if dtype is None else jnp.dtype(dtype).name
 
 
 def _samplewise(values: Any, sample_weight: Any) -> tuple[jax.Array, jax.Array]:

@@ -1,4 +1,5 @@
-"""Keras 3's regression, probabilistic and hinge metrics, ``RootMeanSquaredError`` and ``Sum``.
+"""Keras 3's regression, probabilistic and hinge metrics, ``RootMeanSquaredError``, ``Sum``
+and ``R2Score``.
 
 Each is a mean over examples of a loss function (``MeanMetricWrapper``) with
 Keras's name, ``direction`` and ``get_config``; states are additive
@@ -15,7 +16,7 @@ import jax.numpy as jnp
 
 from ..losses import _losses, _more
 from ..losses._losses import squeeze_or_expand_to_same_rank
-from ._metric import Mean, MeanMetricWrapper, State, merge_states
+from ._metric import Mean, MeanMetricWrapper, Metric, State, merge_states
 
 
 def _dtype_name(dtype: Any) -> str:
@@ -218,3 +219,103 @@ class Sum(Mean):
     def from_config(cls, config: dict[str, Any]) -> Sum:
         """The metric that ``get_config`` described."""
         return cls(**config)
+
+
+class R2Score(Metric):
+    """The coefficient of determination (Keras's ``R2Score``), per output then aggregated.
+
+    The state holds, per output, the weighted sums of targets, squared targets
+    and squared errors and the weight (additive over replicas and steps).
+
+    Args:
+      class_aggregation: ``"uniform_average"`` (default), ``"variance_weighted_average"``
+        or None (one score per output).
+      num_regressors: the number of independent variables, for the adjusted R2;
+        default 0 (plain R2).
+      name: default ``"r2_score"``.
+      dtype: a floating dtype, as Keras's (the state is float32).
+      num_outputs: the targets' last axis; default 1 (phalanx only: Keras reads
+        it from the first batch, and a compiled state has a fixed shape).
+
+    Raises:
+      ValueError: an argument Keras refuses.
+    """
+
+    default_name = "r2_score"
+    direction = "up"
+
+    def __init__(
+        self,
+        class_aggregation: str | None = "uniform_average",
+        num_regressors: int = 0,
+        name: str | None = None,
+        dtype: Any = None,
+        num_outputs: int = 1,
+    ):
+        super().__init__(dtype=dtype, name=name)
+        valid = (None, "uniform_average", "variance_weighted_average")
+        if class_aggregation not in valid:
+            raise ValueError(
+                "Invalid value for argument `class_aggregation`. Expected one of "
+                f"{valid}. Received: class_aggregation={class_aggregation}"
+            )
+        if num_regressors < 0:
+            raise ValueError(
+                "Invalid value for argument `num_regressors`. Expected a value >= 0. "
+                f"Received: num_regressors={num_regressors}"
+            )
+        self.class_aggregation = class_aggregation
+        self.num_regressors = num_regressors
+        self.num_outputs = num_outputs
+
+    def init(self) -> State:
+        zeros = jnp.zeros((self.num_outputs,), jnp.float32)
+        keys = ("sum", "squared_sum", "residual", "count")
+        return {**{k: zeros for k in keys}, "num_samples": jnp.zeros((), jnp.float32)}
+
+    def increment(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> State:
+        y_true, y_pred = squeeze_or_expand_to_same_rank(
+            jnp.asarray(y_true, jnp.float32), jnp.asarray(y_pred, jnp.float32)
+        )
+        if y_pred.ndim != 2 or y_true.ndim != 2:
+            raise ValueError(
+                "R2Score expects 2D inputs with shape (batch_size, output_dim). Received input "
+                f"shapes: y_pred.shape={y_pred.shape} and y_true.shape={y_true.shape}."
+            )
+        if y_true.shape[-1] != self.num_outputs:
+            raise ValueError(
+                f"R2Score(num_outputs={self.num_outputs}) got targets of shape {y_true.shape}: "
+                f"pass num_outputs={y_true.shape[-1]}."
+            )
+        weight = jnp.ones(y_true.shape[:1], jnp.float32)
+        if sample_weight is not None:
+            weight = jnp.broadcast_to(jnp.asarray(sample_weight, jnp.float32), weight.shape)
+        weight = jnp.broadcast_to(weight[:, None], y_true.shape)
+        real = weight != 0
+        y_true = jnp.where(real, y_true, 0.0)
+        y_pred = jnp.where(real, y_pred, 0.0)
+        return {
+            "sum": jnp.sum(y_true * weight, axis=0),
+            "squared_sum": jnp.sum(y_true * y_true * weight, axis=0),
+            "residual": jnp.sum(jnp.square(y_true - y_pred) * weight, axis=0),
+            "count": jnp.sum(weight, axis=0),
+            "num_samples": jnp.sum(real.astype(jnp.float32)),
+        }
+
+    def result(self, state: State) -> jax.Array:
+        mean = state["sum"] / state["count"]
+        total = state["squared_sum"] - state["sum"] * mean
+        raw = 1 - state["residual"] / total
+        raw = jnp.where(jnp.isinf(raw), 0.0, raw)
+        if self.class_aggregation == "uniform_average":
+            score = jnp.mean(raw)
+        elif self.class_aggregation == "variance_weighted_average":
+            score = jnp.sum(total * raw) / jnp.sum(total)
+        else:
+            score = raw
+        k, n = self.num_regressors, state["num_samples"]
+        if k == 0:
+            return score
+        adjusted = 1 - (1 - score) * ((n - 1) / (n - k - 1))
+        # Keras falls back to the plain score when k >= n - 1 (n: the target elements seen)
+        return jnp.where(k >= n - 1, score, adjusted)

@@ -10,7 +10,7 @@ from ..losses import _losses as losses_
 from ..losses import _more as more_losses
 from ..losses._losses import mean_absolute_error, mean_squared_error
 from . import _accuracy as acc
-from . import _more
+from . import _confusion, _more
 from ._confusion import AUC, Precision, Recall
 from ._metric import Mean, MeanMetricWrapper, Metric
 
@@ -66,6 +66,11 @@ _CLASSES: dict[str, type[Metric]] = {
         _more.SparseCategoricalCrossentropy,
         _more.RootMeanSquaredError,
         _more.Sum,
+        _more.R2Score,
+        _confusion.TruePositives,
+        _confusion.FalsePositives,
+        _confusion.TrueNegatives,
+        _confusion.FalseNegatives,
     )
 }
 
