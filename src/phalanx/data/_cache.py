@@ -165,7 +165,7 @@ class _FillIterator(DatasetIterator):
             pass
 
 
-def _save(path: str, elements: list[Any], store: RandomAccess) -> None:
+def _save(path: str, elements: list[Any], store: RandomAccess, compressed: bool = False) -> None:
     arrays: dict[str, np.ndarray] = {}
     if isinstance(store, ArraysAccess):
         for j, a in enumerate(store.leaves):
@@ -190,7 +190,7 @@ def _save(path: str, elements: list[Any], store: RandomAccess) -> None:
     }
     arrays["__header__"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
     with _fs.atomic_write(path) as f:
-        np.savez(f, **arrays)
+        (np.savez_compressed if compressed else np.savez)(f, **arrays)
 
 
 def _encode_bytes(path: str, name: str, a: np.ndarray) -> dict[str, np.ndarray]:
@@ -223,25 +223,30 @@ def _decode_bytes(z: Any, name: str) -> np.ndarray:
 
 def _load(path: str) -> RandomAccess | None:
     try:
-        with _fs.open(path, "rb") as f, np.load(f, allow_pickle=False) as z:
-            header = json.loads(bytes(z["__header__"]).decode())
-            if header.get("format") != CACHE_FORMAT:
-                raise ValueError(f"unknown format {header.get('format')!r}")
-            tdef = st.decode_treedef(header["treedef"])
-            k, n = int(header["leaves"]), int(header["count"])
-            strings = set(header.get("bytes", ()))
-
-            def get(name: str) -> np.ndarray:
-                return _decode_bytes(z, name) if name in strings else z[name]
-
-            if header["stacked"]:
-                leaves = [get(f"leaf_{j}") for j in range(k)]
-                return ArraysAccess(tdef, leaves, [bool(b) for b in header.get("as_arrays", ())])
-            return ListAccess(
-                [st.unflatten(tdef, [get(f"e{i}_{j}") for j in range(k)]) for i in range(n)]
-            )
+        return read_store(path)
     except Exception as e:  # a damaged or foreign file: refill and overwrite it
         warnings.warn(
             f"cache: ignoring {path!r}, it is not a complete phalanx cache ({e})", stacklevel=3
         )
         return None
+
+
+def read_store(path: str) -> RandomAccess:
+    """The elements a ``_save`` wrote to ``path`` (raises on a damaged or foreign file)."""
+    with _fs.open(path, "rb") as f, np.load(f, allow_pickle=False) as z:
+        header = json.loads(bytes(z["__header__"]).decode())
+        if header.get("format") != CACHE_FORMAT:
+            raise ValueError(f"unknown format {header.get('format')!r}")
+        tdef = st.decode_treedef(header["treedef"])
+        k, n = int(header["leaves"]), int(header["count"])
+        strings = set(header.get("bytes", ()))
+
+        def get(name: str) -> np.ndarray:
+            return _decode_bytes(z, name) if name in strings else z[name]
+
+        if header["stacked"]:
+            leaves = [get(f"leaf_{j}") for j in range(k)]
+            return ArraysAccess(tdef, leaves, [bool(b) for b in header.get("as_arrays", ())])
+        return ListAccess(
+            [st.unflatten(tdef, [get(f"e{i}_{j}") for j in range(k)]) for i in range(n)]
+        )

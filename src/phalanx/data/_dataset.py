@@ -277,6 +277,43 @@ class Dataset:
         return Dataset.range(1).repeat().enumerate().map(lambda i, _: kind(start + i * step))
 
     @staticmethod
+    def load(
+        path: Any, element_spec: Any = None, compression: str | None = None, reader_func: Any = None
+    ) -> Dataset:
+        """The dataset that ``Dataset.save`` wrote to ``path`` (tf.data's ``load``).
+
+        phalanx's own format (``phalanx/data/_save.py``); the shards are read in order.
+        ``reader_func`` is not supported.
+
+        Example:
+          >>> import os, tempfile
+          >>> path = os.path.join(tempfile.mkdtemp(), "saved_data")
+          >>> Dataset.range(2).save(path)
+          >>> [int(x) for x in Dataset.load(path)]
+          [0, 1]
+        """
+        from ._save import load
+
+        return load(path, element_spec, compression, reader_func)
+
+    def save(
+        self,
+        path: Any,
+        compression: str | None = None,
+        shard_func: Callable[..., Any] | None = None,
+        checkpoint_args: Any = None,
+    ) -> None:
+        """Write the elements to the folder ``path`` for ``Dataset.load`` (tf.data's ``save``).
+
+        ``compression`` is None or ``"GZIP"``; ``shard_func(element)`` picks each
+        element's shard (an int >= 0), all in one shard without it. phalanx's own
+        format, not TensorFlow's; ``checkpoint_args`` is not supported.
+        """
+        from ._save import save
+
+        save(self, path, compression, shard_func, checkpoint_args)
+
+    @staticmethod
     @_takes_name
     def random(seed: int | None = None, rerandomize_each_iteration: bool | None = None) -> Dataset:
         """An endless dataset of uniformly distributed int64 values (tf.data's ``random``).
