@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from phalanx.errors import ExampleParseError
+from phalanx.errors import ExampleInputError, ExampleParseError
 from phalanx.io._example import (
     BytesList,
     Example,
@@ -253,3 +253,19 @@ def test_sparse_tensor_helpers():
     assert st.to_dense().tolist() == [[0, 1.5], [0, 0], [2.5, 0]]
     ragged = st.to_ragged()
     assert ragged.row_splits.tolist() == [0, 1, 1, 2] and len(ragged) == 3
+
+
+def test_example_names_name_the_failing_record_as_tf():
+    # TF 2.21's parse_example(serialized, features, example_names=None, name=None): the
+    # names only label parse errors
+    spec = {"f": FixedLenFeature([3], np.float32)}
+    good = serialize_example({"f": np.float32([1, 2, 3])})
+    bad = serialize_example({"f": np.float32([1, 2])})
+    with pytest.raises(ExampleParseError, match=r"in record 1 \('b:1'\) has 2 values"):
+        parse_example([good, bad], spec, example_names=["a:0", b"b:1"])
+    with pytest.raises(ExampleParseError, match="Name: 'one'"):
+        parse_single_example(bad, spec, example_names="one")
+    out = parse_example([good], spec, example_names=["a:0"], name="parse")
+    assert out["f"].tolist() == [[1.0, 2.0, 3.0]]
+    with pytest.raises(ExampleInputError, match=r"example_names must be one name per record \(1\)"):
+        parse_example([good], spec, example_names=["a", "b"])

@@ -13,6 +13,7 @@ walks each record once.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -376,12 +377,19 @@ def _values_of(buf: bytes, loc: tuple[int, int] | None, item: _Item, row: int | 
 # ---------------------------------------------------------------------------
 
 
-def parse_single_example(serialized: bytes, features: Mapping[str, Any]) -> dict[str, Any]:
+def parse_single_example(
+    serialized: bytes,
+    features: Mapping[str, Any],
+    example_names: Any = None,
+    name: str | None = None,
+) -> dict[str, Any]:
     """Parses one serialized ``tf.train.Example`` (``tf.io.parse_single_example``).
 
     Args:
-        serialized: the record's bytes.
+        serialized: the record's bytes (a ``str`` is taken as its UTF-8 bytes, as TF).
         features: ``{name: FixedLenFeature | VarLenFeature | FixedLenSequenceFeature}``.
+        example_names: a name for the record (str or bytes), given in parse errors, as TF.
+        name: accepted as TF's op name; checked to be a str.
 
     Returns:
         ``{name: value}``: a numpy array of the spec's shape for FixedLenFeature,
@@ -401,6 +409,17 @@ def parse_single_example(serialized: bytes, features: Mapping[str, Any]) -> dict
         >>> out["x"], out["y"], out["z"].values
         (array([1., 2.], dtype=float32), array(7), array([], dtype=int64))
     """
+    _check_op_name(name, "parse_single_example")
+    if example_names is None:
+        return _parse_single(serialized, features)
+    label = _names_of(example_names, 1, "parse_single_example", scalar=True)[0]
+    try:
+        return _parse_single(serialized, features)
+    except ExampleParseError as e:
+        raise ExampleParseError(f"Name: {label!r}. {e}") from e
+
+
+def _parse_single(serialized: Any, features: Mapping[str, Any]) -> dict[str, Any]:
     items = _compile(features)
     buf = serialized if isinstance(serialized, bytes) else _one_record(serialized)
     index = index_features(buf)
@@ -487,12 +506,20 @@ def _records_of(serialized: Any) -> list[bytes]:
     ]
 
 
-def parse_example(serialized: Sequence[bytes] | np.ndarray, features: Mapping[str, Any]) -> dict:
+def parse_example(
+    serialized: Sequence[bytes] | np.ndarray,
+    features: Mapping[str, Any],
+    example_names: Any = None,
+    name: str | None = None,
+) -> dict:
     """Parses a batch of serialized ``tf.train.Example`` records (``tf.io.parse_example``).
 
     Args:
-        serialized: a list or 1-D object array of serialized Examples.
+        serialized: a list or 1-D object array of serialized Examples (``str`` records
+            are taken as their UTF-8 bytes, as TF).
         features: ``{name: FixedLenFeature | VarLenFeature | FixedLenSequenceFeature}``.
+        example_names: one name (str or bytes) per record, given in parse errors, as TF.
+        name: accepted as TF's op name; checked to be a str.
 
     Returns:
         ``{name: value}``: ``(batch, *shape)`` arrays for FixedLenFeature,
@@ -514,6 +541,40 @@ def parse_example(serialized: Sequence[bytes] | np.ndarray, features: Mapping[st
         >>> out["n"].dense_shape.tolist(), out["n"].to_ragged().to_list()
         ([3, 2], [[], [0], [0, 1]])
     """
+    _check_op_name(name, "parse_example")
+    if example_names is None:
+        return _parse_batch(serialized, features)
+    records = _records_of(serialized)
+    labels = _names_of(example_names, len(records), "parse_example")
+    try:
+        return _parse_batch(records, features)
+    except ExampleParseError as e:
+        text = re.sub(
+            r"in record (\d+)",
+            lambda m: f"in record {m.group(1)} ({labels[int(m.group(1))]!r})",
+            str(e),
+        )
+        raise ExampleParseError(text) from e
+
+
+def _check_op_name(name: Any, method: str) -> None:
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"{method}: name must be a str or None, got {type(name).__name__}.")
+
+
+def _names_of(example_names: Any, n: int, method: str, scalar: bool = False) -> list[Any]:
+    names = np.asarray(example_names, dtype=object)
+    names = names.reshape(1) if names.ndim == 0 else names.ravel()
+    labels = [x.decode("utf-8", "replace") if isinstance(x, bytes) else x for x in names.tolist()]
+    if len(labels) != n or not all(isinstance(x, str) for x in labels):
+        want = "one name" if scalar else f"one name per record ({n})"
+        raise ExampleInputError(
+            f"{method}: example_names must be {want} (str or bytes), got {example_names!r:.80}."
+        )
+    return labels
+
+
+def _parse_batch(serialized: Any, features: Mapping[str, Any]) -> dict:
     items = _compile(features)
     records = _records_of(serialized)
     n = len(records)
