@@ -778,6 +778,28 @@ class Dataset:
             )
         return AssertCardinalityDataset(self, n)
 
+    @_takes_name
+    def rejection_resample(
+        self,
+        class_func: Callable[..., Any],
+        target_dist: Any,
+        initial_dist: Any = None,
+        seed: int | None = None,
+    ) -> Dataset:
+        """``(class, element)`` pairs of the elements kept at random so that their classes
+        follow ``target_dist`` (tf.data's ``rejection_resample``).
+
+        ``class_func(element)`` is the class in ``[0, len(target_dist))``; without
+        ``initial_dist`` the input's distribution is estimated as TF does. One pass:
+        TF also mixes in unfiltered elements (see ``phalanx/data/_resample.py``).
+        """
+        from ._resample import rejection_resample
+
+        check_callable(
+            "class_func", class_func, "rejection_resample", "a function element -> class"
+        )
+        return rejection_resample(self, class_func, target_dist, initial_dist, seed)
+
     def apply(self, transformation_func: Callable[[Dataset], Dataset]) -> Dataset:
         """``transformation_func(self)``: chain a custom transformation."""
         check_callable(

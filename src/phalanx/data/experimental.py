@@ -130,6 +130,7 @@ def parallel_interleave(
     ``interleave``'s unless ``sloppy=True`` (then any order, as TensorFlow)."""
     return _transformation(
         "parallel_interleave",
+        "rejection_resample",
         lambda ds: ds.interleave(
             map_func,
             cycle_length=cycle_length,
@@ -143,6 +144,16 @@ def parallel_interleave(
 def enumerate_dataset(start: int = 0) -> Any:
     """``ds.enumerate(start)``."""
     return _transformation("enumerate_dataset", lambda ds: ds.enumerate(start))
+
+
+def rejection_resample(
+    class_func: Any, target_dist: Any, initial_dist: Any = None, seed: int | None = None
+) -> Any:
+    """``ds.rejection_resample(class_func, target_dist, initial_dist, seed)``."""
+    return _transformation(
+        "rejection_resample",
+        lambda ds: ds.rejection_resample(class_func, target_dist, initial_dist, seed),
+    )
 
 
 def scan(initial_state: Any, scan_func: Any) -> Any:
