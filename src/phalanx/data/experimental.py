@@ -130,7 +130,6 @@ def parallel_interleave(
     ``interleave``'s unless ``sloppy=True`` (then any order, as TensorFlow)."""
     return _transformation(
         "parallel_interleave",
-        "rejection_resample",
         lambda ds: ds.interleave(
             map_func,
             cycle_length=cycle_length,
@@ -326,6 +325,7 @@ __all__ = [
     "ignore_errors",
     "map_and_batch",
     "parallel_interleave",
+    "rejection_resample",
     "sample_from_datasets",
     "scan",
     "shuffle_and_repeat",
