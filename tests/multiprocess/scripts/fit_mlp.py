@@ -29,6 +29,18 @@ def data() -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
+def off_dataset(x, y) -> phalanx.data.Dataset:
+    """``batch(BATCH)`` under ``AutoShardPolicy.OFF``: TF's global batch, BATCH / 2 rows on each
+    of 2 processes, the same rows on both. One process (the reference) reads what each such
+    global batch holds twice: ``batch(BATCH // 2)``, the same mean loss and gradient."""
+    ds = phalanx.data.Dataset.from_tensor_slices((x, y))
+    if jax.process_count() == 1:
+        return ds.batch(BATCH // 2)
+    options = phalanx.data.Options()
+    options.experimental_distribute.auto_shard_policy = phalanx.data.AutoShardPolicy.OFF
+    return ds.batch(BATCH).with_options(options)
+
+
 def train(strategy, kind: str, weights_path: str | None = None) -> dict[str, np.ndarray]:
     """Fits for 2 epochs from ``kind`` input; returns what the test compares."""
     x, y = data()
@@ -44,6 +56,8 @@ def train(strategy, kind: str, weights_path: str | None = None) -> dict[str, np.
         )
     if kind == "numpy":
         history = model.fit(x, y, batch_size=BATCH, epochs=2, verbose=0, shuffle=True)
+    elif kind == "dataset_off":  # multi_worker_with_keras: AutoShardPolicy.OFF
+        history = model.fit(off_dataset(x, y), epochs=2, verbose=0)
     else:
         ds = phalanx.data.Dataset.from_tensor_slices((x, y)).batch(BATCH)
         history = model.fit(ds, epochs=2, verbose=0)
@@ -65,7 +79,7 @@ if __name__ == "__main__":
     out_dir = sys.argv[1]
     strategy = phalanx.MultiWorkerMirroredStrategy()
     results = {}
-    for kind in ("numpy", "dataset"):
+    for kind in ("numpy", "dataset", "dataset_off"):
         path = os.path.join(out_dir, f"weights_{kind}.npz")
         results.update({f"{kind}/{k}": v for k, v in train(strategy, kind, path).items()})
         print(
