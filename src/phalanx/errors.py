@@ -116,6 +116,10 @@ class KerasFileError(PhalanxError, ValueError):
     """A Keras file phalanx cannot read or write: not one, a layer or argument phalanx lacks, code."""
 
 
+class ExportError(PhalanxError, ValueError):
+    """``model.export`` cannot write what was asked: a TensorFlow format, or a model not built."""
+
+
 class NotBuiltError(PhalanxError, RuntimeError):
     """A network or layer was used before its weights exist (call ``build(input_shape)`` first)."""
 

@@ -223,6 +223,37 @@ class Model(Trainer, ModelIntrospection):
         _refuse_overwrite(filepath, overwrite)
         _keras_files.save_model(self, filepath, _keras_config.model_config(self))
 
+    def export(
+        self,
+        filepath: str,
+        format: str = "jax",
+        verbose: bool = True,
+        input_signature: Any = None,
+    ) -> None:
+        """Writes the inference pass as a ``jax.export`` artifact (what replaces SavedModel).
+
+        The forward pass in inference mode with the trained weights as constants,
+        for any batch size, serialized: a server runs it without this model's code,
+        ``jax.export.deserialize(data).call(x)`` (``phalanx.models._export``).
+        Keras 3's ``format="tf_saved_model"`` (its default), ``"onnx"`` and
+        ``"openvino"`` need TensorFlow and are refused, saying so.
+
+        Args:
+          filepath: the file to write (a local path or a URL).
+          format: ``"jax"``.
+          verbose: Keras's argument; phalanx prints nothing.
+          input_signature: ``jax.ShapeDtypeStruct`` (a pytree of them for several
+            inputs); by default ``input_shape`` as float32, any batch size.
+
+        Raises:
+          ExportError: another format, no known input shape, or JAX's serializer's
+            ``flatbuffers`` package missing.
+        """
+        del verbose
+        from . import _export
+
+        _export.export(self, filepath, format, input_signature)
+
     def load_weights(self, filepath: str) -> None:
         """Reads weights saved by ``save_weights``, under any replica count.
 
