@@ -55,6 +55,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
+from .. import _compilation_cache
 from ..errors import RunArgumentError, RunCompilationError
 from ._context import enter_replica_context
 from ._layout import key_path
@@ -204,6 +205,7 @@ class _Program:
             check_vma=check_vma(strategy.mesh),
         )
         varying, paths = self.varying, self.out_paths
+        _compilation_cache.enable_from_env()  # PHALANX_COMPILATION_CACHE, opt-in
         self.jitted = jax.jit(lambda *a: strategy._keep_variables(mapped(*a), varying, paths))
 
     def _body(self, *dynamic):

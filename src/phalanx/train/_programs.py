@@ -37,6 +37,7 @@ import jax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from .. import _compilation_cache
 from ..distribute._placement import put
 from ..mixed_precision import _policy as _mixed_precision
 from . import _step
@@ -154,6 +155,7 @@ class _Program:
         return self.jitted.lower(state, data, xs, steps)
 
     def _compile(self, state) -> Callable:
+        _compilation_cache.enable_from_env()  # PHALANX_COMPILATION_CACHE, opt-in
         layout = _Layout.of(self.strategy, state.params)
         config = dataclasses.replace(self.config, gather_params=layout.gather)
         mesh = self.strategy.mesh

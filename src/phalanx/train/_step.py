@@ -42,6 +42,7 @@ import optax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from .. import _compilation_cache
 from ..distribute._run import check_vma, is_varying
 from ..mixed_precision import _policy as _mixed_precision
 from ..regularizers import _regularizers
@@ -432,6 +433,7 @@ def fused_program(
     ``state_shardings`` (the state's layout, a pytree of shardings) pins the
     state returned to it, so the next call gets the same input layout.
     """
+    _compilation_cache.enable_from_env()  # PHALANX_COMPILATION_CACHE, opt-in
     batch_spec = P(None, AXIS)
     step_fn = {"train": train_step, "eval": eval_step}.get(kind)
 
