@@ -167,10 +167,31 @@ class Layer(Regularized, nnx.Module):
         self.declared_input_shape = normalize_shape(input_shape)
         # A dtype or a policy name ("mixed_bfloat16": compute in bfloat16, weights float32).
         self.dtype = None if dtype is None else _layer_dtype(type(self).__name__, dtype)
+        # Keras's layer.dtype_policy: the policy given, else the global one now, as Keras.
+        self._policy_name = _mixed_precision.policy_name_of(dtype)
         self.built = False
         self.trainable = True
         self.built_input_shape: Shape | None = None
         self.output_shape: Shape | None = None
+
+    # -- Keras's dtype policy ---------------------------------------------------------
+    @property
+    def dtype_policy(self) -> _mixed_precision.Policy:
+        """The layer's dtype policy (Keras's ``layer.dtype_policy``): the ``dtype=`` given
+        (a policy, or a float dtype as the policy computing in it), else the global
+        policy when the layer was made."""
+        name = self.__dict__.get("_policy_name") or _mixed_precision.global_policy().name
+        return _mixed_precision.Policy(name)
+
+    @property
+    def compute_dtype(self) -> str:
+        """The dtype the layer computes in (Keras's ``layer.compute_dtype``)."""
+        return self.dtype_policy.compute_dtype
+
+    @property
+    def variable_dtype(self) -> str:
+        """The dtype of the layer's weights (Keras's ``layer.variable_dtype``): float32."""
+        return self.dtype_policy.variable_dtype
 
     # -- what subclasses implement ----------------------------------------------------
     def compute_output_shape(self, input_shape: Shape) -> Shape:

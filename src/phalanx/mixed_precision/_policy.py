@@ -23,7 +23,7 @@ wraps the optimizer in ``LossScaleOptimizer``, as Keras does. Its state holds
 the scale; the training step multiplies the loss by it before
 differentiating (``loss_scale``), and its update divides the gradients by it,
 skips the step (weights and optimizer state unchanged) when a gradient is not
-finite and halves the scale, and doubles the scale after
+finite and halves the scale (no floor, as Keras 3), and doubles the scale after
 ``dynamic_growth_steps`` finite steps in a row.
 
 The policy a model computes in is the global policy when its training state
@@ -134,6 +134,26 @@ def compute_dtype(strategy: Any) -> Any:
     return None if name == "float32" else jnp.dtype(name)
 
 
+_POLICY_OF_DTYPE = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+
+
+def policy_name_of(dtype: Any) -> str:
+    """The policy name a layer's ``dtype=`` stands for: a policy's own name; a float dtype
+    the policy computing in it (weights stay float32); None the global policy now.
+
+    Example:
+      >>> policy_name_of("bfloat16"), policy_name_of(Policy("mixed_float16"))
+      ('mixed_bfloat16', 'mixed_float16')
+    """
+    if dtype is None:
+        return global_policy().name
+    if isinstance(dtype, Policy):
+        return dtype.name
+    if isinstance(dtype, str) and dtype in _COMPUTE:
+        return dtype
+    return _POLICY_OF_DTYPE.get(jnp.dtype(getattr(dtype, "as_numpy_dtype", dtype)).name, "float32")
+
+
 def layer_dtype(dtype: Any) -> Any:
     """A layer's ``dtype=`` as the ``jnp`` dtype it computes in: a policy (or its name)
     gives its compute dtype (weights stay float32), a dtype name itself.
@@ -176,6 +196,12 @@ class LossScaleOptimizer:
     Raises:
       ValueError: ``initial_scale`` or ``dynamic_growth_steps`` not positive.
 
+    In a custom loop (Keras's ``scale_loss`` then ``apply``): ``opt_state =
+    opt.init(params)``; differentiate ``opt.scale_loss(loss, opt_state)``; then
+    ``updates, opt_state = opt.update(grads, opt_state, params)`` unscales the
+    gradients, skips a non-finite step and adapts the scale
+    (``opt.dynamic_scale(opt_state)``).
+
     Example:
       >>> import jax.numpy as jnp
       >>> opt = LossScaleOptimizer("sgd", initial_scale=8.0)
@@ -208,6 +234,41 @@ class LossScaleOptimizer:
         if name.startswith("_") or name == "inner_optimizer":
             raise AttributeError(name)
         return getattr(self.inner_optimizer, name)
+
+    def _bind_model(self, model: Any) -> None:
+        """``compile``: the inner optimizer reads its ``iterations`` from ``model``."""
+        bind = getattr(self.inner_optimizer, "_bind_model", None)
+        if bind is not None:
+            bind(model)
+
+    def init(self, params: Any) -> LossScaleState:
+        """``to_optax().init(params)``: the scale, its counter and the inner state."""
+        return self.to_optax().init(params)
+
+    def update(self, grads: Any, state: LossScaleState, params: Any = None) -> tuple[Any, Any]:
+        """Unscales ``grads`` (gradients of ``scale_loss``'s loss) and updates, as Keras's
+        ``apply``: a non-finite step changes nothing but halves the scale."""
+        return self.to_optax().update(grads, state, params)
+
+    def scale_loss(self, loss: Any, opt_state: Any = None) -> Any:
+        """``loss`` times the current scale (Keras's ``scale_loss``); differentiate this.
+
+        Raises:
+          TypeError: no ``opt_state`` (phalanx keeps the scale in the state, not here).
+        """
+        scale = loss_scale(opt_state)
+        if scale is None:
+            raise TypeError(
+                "LossScaleOptimizer.scale_loss(loss, opt_state): pass the optimizer state "
+                "(from opt.init(params) / opt.update(...)); the scale lives in it, not in the "
+                f"optimizer object. Got opt_state={type(opt_state).__name__}."
+            )
+        return loss * scale.astype(getattr(loss, "dtype", scale.dtype))
+
+    @staticmethod
+    def dynamic_scale(opt_state: Any) -> Any:
+        """The current loss scale in ``opt_state`` (Keras's ``dynamic_scale``)."""
+        return loss_scale(opt_state)
 
     def _inner_tx(self) -> optax.GradientTransformation:
         inner = self.inner_optimizer
@@ -252,7 +313,7 @@ def _loss_scaled(inner: optax.GradientTransformation, initial: float, growth: in
         scale = jnp.where(
             finite,
             jnp.where(grow, state.scale * 2.0, state.scale),
-            jnp.maximum(state.scale / 2.0, 1.0),
+            state.scale / 2.0,  # Keras 3 halves without a floor
         )
         return updates, LossScaleState(scale, jnp.where(grow, 0, good), inner_state)
 

@@ -50,6 +50,8 @@ class CompileConfig:
         bind = getattr(self.optimizer, "_bind_model", None)
         if bind is not None:
             bind(model)
+        if isinstance(self.optimizer, _mixed_precision.LossScaleOptimizer):
+            return LossScaleOptimizerHandle(model, self.optimizer)
         return OptimizerHandle(model, self.optimizer)
 
 
@@ -113,6 +115,35 @@ class OptimizerHandle:
 
     def __repr__(self) -> str:
         return f"OptimizerHandle({self._optimizer!r})"
+
+
+class LossScaleOptimizerHandle(OptimizerHandle, _mixed_precision.LossScaleOptimizer):
+    """``model.optimizer`` under ``mixed_float16``: a ``LossScaleOptimizer``, as Keras 3's
+    (``isinstance`` holds), with the live ``learning_rate``/``iterations`` of the handle and
+    the live ``dynamic_scale``; everything else is the wrapped optimizer's."""
+
+    @property
+    def dynamic_scale(self) -> float:  # type: ignore[override]
+        """The loss scale now (Keras's ``dynamic_scale`` variable)."""
+        state = self._model._state
+        scale = None if state is None else _mixed_precision.loss_scale(state.opt_state)
+        if scale is None:
+            return KerasFloat(self._optimizer.initial_scale)
+        return KerasFloat(jax.device_get(scale))
+
+    def to_optax(self) -> optax.GradientTransformation:
+        """The wrapped optimizer's transformation."""
+        return self._optimizer.to_optax()
+
+    def get_config(self) -> dict:
+        """The wrapped optimizer's config."""
+        return self._optimizer.get_config()
+
+    def scale_loss(self, loss: Any, opt_state: Any = None) -> Any:
+        """``loss`` times the scale of ``opt_state`` (default: the model's state now)."""
+        if opt_state is None and self._model._state is not None:
+            opt_state = self._model._state.opt_state
+        return self._optimizer.scale_loss(loss, opt_state)
 
 
 def finalize_weights(state: Any) -> Any:
