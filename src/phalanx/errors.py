@@ -22,6 +22,11 @@ class StatefulAPIError(PhalanxError, AttributeError):
     ``optimizer.apply_gradients``), which phalanx's pure metrics and optimizers do not have."""
 
 
+class StepOverrideError(PhalanxError, TypeError):
+    """An overridden ``train_step``/``test_step``/``predict_step`` not in Keras 3's JAX form
+    (``step(self, state, data) -> (logs, state)``), or returning another state."""
+
+
 class TPUNotFoundError(DeviceNotFoundError, RuntimeError):
     """``TPUStrategy`` found no TPU and was not asked to simulate its cores on CPU devices."""
 

@@ -66,7 +66,10 @@ def check_monitor(owner: str, monitor: Any) -> str:
 def infer_mode(monitor: str, model: Any = None) -> str | None:
     """``"min"``, ``"max"`` or ``None`` (unknown) for the value named ``monitor``."""
     name = monitor.removeprefix("val_")
-    for metric in getattr(model, "metrics", None) or ():
+    metrics = []
+    for metric in getattr(model, "metrics", None) or ():  # compile_metrics holds the objects
+        metrics.extend(getattr(metric, "metrics", None) or (metric,))
+    for metric in metrics:
         if getattr(metric, "name", None) == name:
             direction = getattr(metric, "direction", getattr(metric, "_direction", None))
             if direction in ("up", "down"):

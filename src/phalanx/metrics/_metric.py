@@ -157,6 +157,55 @@ class Metric:
         """The metric ``get_config`` described (Keras's ``from_config``)."""
         return cls(**config)
 
+    # -- Keras 3's stateless API (an overridden train_step/test_step calls it) ----
+
+    @property
+    def variables(self) -> list[jax.Array]:
+        """The state's leaves as a list, as zeros: their number and shapes (Keras's
+        ``metric.variables``, for slicing a flat ``metrics_variables``). No value lives
+        here: the values are what an overridden step carries."""
+        return jax.tree.leaves(self.init())
+
+    def stateless_update_state(self, metric_variables: Any, *args: Any, **kwargs: Any) -> Any:
+        """Keras's ``stateless_update_state``: ``update`` on a state given as a list of leaves.
+
+        Args:
+          metric_variables: this metric's leaves (a slice of ``metrics_variables``,
+            ``len(metric.variables)`` long) or its state dict.
+          *args: what ``update`` takes after the state (``y_true, y_pred``; ``Mean``: values).
+          **kwargs: ``sample_weight``.
+
+        Returns:
+          The new leaves, in the form given (a list, or a dict).
+        """
+        state = self._as_state(metric_variables)
+        new = self.update(state, *args, **kwargs)
+        return new if isinstance(metric_variables, dict) else jax.tree.leaves(new)
+
+    def stateless_result(self, metric_variables: Any) -> jax.Array:
+        """Keras's ``stateless_result``: ``result`` of a state given as a list of leaves."""
+        return self.result(self._as_state(metric_variables))
+
+    def stateless_reset_state(self) -> list[jax.Array]:
+        """Keras's ``stateless_reset_state``: the empty state's leaves."""
+        return self.variables
+
+    def _as_state(self, metric_variables: Any) -> State:
+        if isinstance(metric_variables, dict):
+            return metric_variables
+        empty = self.init()
+        leaves, treedef = jax.tree.flatten(empty)
+        given = list(metric_variables) if isinstance(metric_variables, list | tuple) else None
+        if given is None or len(given) != len(leaves):
+            got = type(metric_variables).__name__
+            size = f" of {len(given)}" if given is not None else ""
+            raise ValueError(
+                f"{type(self).__name__} {self.name!r} keeps {len(leaves)} state variables, "
+                f"got a {got}{size}. Pass its slice of metrics_variables: "
+                "metrics_variables[start:start + len(metric.variables)]."
+            )
+        return jax.tree.unflatten(treedef, given)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
 
@@ -175,7 +224,7 @@ class Metric:
 
 
 _KERAS_STATEFUL = frozenset(
-    {"update_state", "reset_state", "reset_states", "merge_state", "variables", "count", "total"}
+    {"update_state", "reset_state", "reset_states", "merge_state", "count", "total"}
 )
 
 

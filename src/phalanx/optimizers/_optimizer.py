@@ -215,6 +215,12 @@ class Optimizer:
         """``to_optax().update(...)``: the parameter updates and the new state."""
         return self.to_optax().update(updates, state, params)
 
+    def stateless_apply(self, optimizer_variables: Any, grads: Any, trainable_variables: Any):
+        """Keras 3's ``stateless_apply``: ``(trainable_variables, optimizer_variables)`` after
+        one update by ``grads``; ``optimizer_variables`` from ``init(trainable_variables)``."""
+        updates, optimizer_variables = self.update(grads, optimizer_variables, trainable_variables)
+        return optax.apply_updates(trainable_variables, updates), optimizer_variables
+
     def learning_rate_at(self, step: Any) -> Any:
         """The learning rate the update at ``step`` (Keras's ``_iterations``) uses."""
         lr = self.learning_rate

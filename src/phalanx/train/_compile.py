@@ -106,6 +106,14 @@ class OptimizerHandle:
         state = self._model._state
         return 0 if state is None else int(jax.device_get(state.step))
 
+    def stateless_apply(self, optimizer_variables: Any, grads: Any, trainable_variables: Any):
+        """Keras 3's ``stateless_apply``: ``(trainable_variables, optimizer_variables)`` after
+        one update by ``grads`` (pure; an overridden ``train_step`` calls it)."""
+        updates, optimizer_variables = self._model._config.tx.update(
+            grads, optimizer_variables, trainable_variables
+        )
+        return optax.apply_updates(trainable_variables, updates), optimizer_variables
+
     @property
     def iterations(self) -> int:
         """The optimizer's updates so far (Keras's ``optimizer.iterations``: the steps, or

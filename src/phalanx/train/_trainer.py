@@ -38,18 +38,23 @@ from ..errors import (
 )
 from ..layers._weights import trainable_filter
 from ..regularizers import _regularizers
-from . import _loop, _memory, _model_parallel, _multi_output, _step
+from . import _loop, _memory, _model_parallel, _multi_output, _override, _step
 from . import _position as _checkpointing
 from . import _programs as _sharded
 from ._compile import CompileConfig, finalize_weights, resolve_compile
+from ._stateless import StatelessMethods
 from .data_adapters import _adapter, _read_ahead
 from .data_adapters._checks import FitInputError, check_inputs, check_learning_rate
 
 log = logging.getLogger("phalanx")
 
 
-class Trainer:
-    """Keras's training API over a model's flax.nnx module; ``Model`` mixes it in."""
+class Trainer(StatelessMethods):
+    """Keras's training API over a model's flax.nnx module; ``Model`` mixes it in.
+
+    A model may override ``train_step``/``test_step``/``predict_step`` in Keras 3's JAX
+    form (``_override``); ``fit``/``evaluate``/``predict`` then compile the override.
+    """
 
     def __init__(self) -> None:
         self._config: CompileConfig | None = None
@@ -58,6 +63,8 @@ class Trainer:
         self._state: _step.TrainState | None = None
         self._graphdefs: tuple | None = None
         self._programs: dict = {}
+        self._overrides = False  # train_step/test_step overridden (_override), set with _state
+        self._step_metrics: tuple = ()  # the metrics the state accumulates
         # Where fit stands (epoch, steps done, input state), kept with _state; a restored
         # checkpoint's arrays wait in _pending until the state exists; _resume tells the
         # next fit to start at a restored position (BackupAndRestore sets it).
@@ -144,6 +151,11 @@ class Trainer:
                 self._strategy,
             )
         self.optimizer = self._config.optimizer_handle(self)
+        from ..metrics import Mean
+
+        self._loss_tracker = Mean(name="loss")  # Keras's: first of model.metrics
+        metrics = tuple(self._config.metrics)
+        self._compile_metrics = _override.CompileMetrics(metrics) if metrics else None
         self._programs = {}
         if self._state is not None:  # recompiling keeps the weights, resets the optimizer
             self._sync_module()
@@ -223,26 +235,37 @@ class Trainer:
 
     @property
     def metrics(self) -> list:
-        """The compiled metric objects, in ``compile``'s order (Keras's ``model.metrics``).
+        """Keras 3's ``model.metrics``: once compiled, the loss tracker (a ``Mean`` named
+        ``"loss"``), then, when ``compile`` was given metrics, one ``compile_metrics``
+        tracker of them all (its ``metrics`` are the objects, in ``compile``'s order).
 
-        The loss is not among them (``fit`` tracks it apart). Callbacks read
-        them: a metric whose ``direction`` is ``"up"`` or ``"down"`` settles
-        ``mode="auto"`` of ``EarlyStopping``, ``ReduceLROnPlateau`` and
-        ``ModelCheckpoint`` for its name.
+        An overridden ``train_step``/``test_step`` updates these (a subclass may
+        override this property with its own trackers, as keras-io's guide does);
+        ``fit`` resets them at each epoch. Callbacks read them: a metric whose
+        ``direction`` is ``"up"`` or ``"down"`` settles ``mode="auto"`` of
+        ``EarlyStopping``, ``ReduceLROnPlateau`` and ``ModelCheckpoint`` for its name.
         """
-        return list(self._config.metrics) if self._config is not None else []
+        if self._config is None:
+            return []
+        return [m for m in (self._loss_tracker, self._compile_metrics) if m is not None]
 
     def _require_compiled(self, what: str, *, by_user: bool = False) -> CompileConfig:
         # by_user: fit/evaluate need the user's compile, not the one predict() made itself.
-        if by_user:
-            _refuse_step_overrides(self, what)
+        if by_user or what == "predict":
+            _override.check_overrides(self)
         self._losses_run = self._losses_run or (by_user and self._config is not None)
         if self._config is None or (by_user and self._predict_only):
             raise NotCompiledError(
                 f"You must call compile() before {what}(): e.g. "
                 "model.compile(optimizer='adam', loss='sparse_categorical_crossentropy')."
             )
-        if by_user and what in ("fit", "train_on_batch") and self._config.loss is None:
+        custom = _override.overridden(self, "train_step") is not None
+        if (
+            by_user
+            and what in ("fit", "train_on_batch")
+            and self._config.loss is None
+            and not custom
+        ):
             raise NotCompiledError(
                 f"{what}() needs a loss, and compile() was given none (only an optimizer): "
                 "e.g. model.compile(optimizer='adam', loss='mse')."
@@ -280,12 +303,16 @@ class Trainer:
             regularized=_regularizers.has_regularizers(module),
             **style,
         )
+        # An overridden step carries model.metrics (Keras's: the loss tracker first).
+        self._overrides = _override.overrides_any(self)
+        _override.check_regularizers(self, self._step_config)
+        self._step_metrics = tuple(self.metrics) if self._overrides else tuple(config.metrics)
         state = _step.TrainState(
             params=params,
             rest=rest,
             opt_state=config.tx.init(params),
             loss=jnp.zeros(2, jnp.float32),
-            metrics=tuple(m.init() for m in config.metrics),
+            metrics=tuple(m.init() for m in self._step_metrics),
             step=jnp.zeros((), jnp.int32),
             rng=jax.random.key(config.seed),
             label_check=_step.fresh_label_check(),
@@ -305,13 +332,23 @@ class Trainer:
     def _reset_metrics(self, state: _step.TrainState) -> _step.TrainState:
         fresh = (
             jnp.zeros(2, jnp.float32),
-            tuple(m.init() for m in self._step_config.metrics),
+            tuple(m.init() for m in self._step_metrics),
             _step.fresh_label_check(),
         )
         loss, metrics, label_check = self._strategy.replicate(fresh)
         return state._replace(loss=loss, metrics=metrics, label_check=label_check)
 
-    def _program(self, kind: str, resident: bool) -> Callable:
+    def _program(self, kind: str, resident: bool, adapter=None) -> Callable:
+        # train_step and test_step share the override's state form: both run as overrides
+        # when either is overridden; predict only when predict_step is.
+        step = {"train": "train_step", "eval": "test_step", "predict": "predict_step"}[kind]
+        custom = _override.overridden(self, step) is not None
+        if custom or (self._overrides and kind != "predict"):
+            key = (kind, "override")
+            if key not in self._programs:
+                form = _override.data_form(adapter)
+                self._programs[key] = _override.OverrideProgram(kind, self, self._strategy, form)
+            return self._programs[key]
         key = (kind, resident)
         if key not in self._programs and self._strategy.layout_map is not None:
             self._programs[key] = _model_parallel.fused_program(
@@ -488,8 +525,11 @@ class Trainer:
             # step. Training donates it, so the new state replaces it at once; the
             # position moves with it (a checkpoint saves the two together).
             begin(ex.first_step)
-            program = self._program(kind, ex.data is not None)  # ex.xs: batches or indices
-            self._state, dev_logs = program(self._state, ex.data, ex.xs, ex.steps)
+            program = self._program(kind, ex.data is not None, adapter)  # xs: batches or indices
+            if isinstance(program, _override.OverrideProgram):
+                self._state, dev_logs = program.execute(self._state, ex)
+            else:
+                self._state, dev_logs = program(self._state, ex.data, ex.xs, ex.steps)
             if kind == "train" and ex.first_step == start:  # summary()'s memory analysis
                 self._train_signature = _memory.step_signature(ex)
             if kind == "train":
@@ -588,6 +628,8 @@ class Trainer:
 
     def _fetch_logs(self, ex, dev_logs) -> dict:
         del ex
+        if self._overrides:  # an override's logs, as Keras reports them
+            return _override.pythonify_logs(jax.device_get(dev_logs))
         host = jax.device_get(dev_logs)
         self._raise_on_bad_labels(host["_label_check"])
         # Keras's order: the loss, then the metrics as compiled (pytrees sort dict keys).
@@ -648,13 +690,13 @@ class Trainer:
         callbacks: Sequence[Any] | None = None,
     ) -> Any:
         """Returns the model's outputs for every input example, in order (numpy)."""
-        _refuse_step_overrides(self, "predict")
         if self._config is None:  # Keras predicts with an uncompiled model
             self.compile(optimizer="sgd", loss=None)
             self._predict_only = True
         self._check_current_strategy("predict")
         _check_not_a_function(x, "predict")
         check_inputs(x, where="predict")
+        self._require_compiled("predict")
         adapter = self._adapter(
             x, None, None, batch_size=batch_size, steps=steps, shuffle=False, class_weight=None
         )
@@ -664,10 +706,14 @@ class Trainer:
 
         def dispatch(ex):
             cbs.on_predict_batch_begin(ex.first_step)
-            program = self._program("predict", ex.data is not None)
+            program = self._program("predict", ex.data is not None, adapter)
+            if isinstance(program, _override.OverrideProgram):
+                return program.execute(self._state, ex)
             return program(self._state, ex.data, ex.xs, ex.steps)
 
         def fetch(ex, out):
+            if isinstance(out, _override.Outputs):  # an overridden predict_step's
+                return _override.predictions(ex, out)
             return _loop.unpad_predictions(ex, out, adapter)
 
         outputs = []
@@ -845,28 +891,3 @@ def _check_jit_compile(jit_compile) -> None:
 def _check_positive_int(value, name: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise FitInputError(f"{name} must be a positive int, got {value!r}.")
-
-
-#: The step methods of Keras's ``Model`` that each entry point would run.
-_STEP_METHODS = {
-    "fit": ("train_step", "test_step"),
-    "train_on_batch": ("train_step",),
-    "evaluate": ("test_step",),
-    "test_on_batch": ("test_step",),
-    "predict": ("predict_step",),
-}
-
-
-def _refuse_step_overrides(model: Trainer, what: str) -> None:
-    """Raises when a user's subclass overrides a step ``what`` would run: never ignore it."""
-    for name in _STEP_METHODS.get(what, ()):
-        for cls in type(model).__mro__:
-            if cls.__module__.startswith("phalanx."):
-                break  # phalanx's own classes (Model, Sequential, Trainer) define no steps
-            if name in vars(cls):
-                raise NotImplementedError(
-                    f"{cls.__name__}.{name} overrides Keras's Model.{name}, and phalanx's "
-                    f"{what}() does not run overridden steps: it would ignore yours. Write "
-                    "the loop with strategy.run (the custom-training guide), or remove the "
-                    "override."
-                )

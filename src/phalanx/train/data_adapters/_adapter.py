@@ -225,6 +225,9 @@ class ArrayAdapter:
         self.data = self._placer.resident_put(host) if self.resident else None
         #: Whether the input holds targets ``y`` (the zeros put in their place are none).
         self.has_targets = y is not None
+        #: Whether sample weights were given (or made from class weights): an overridden
+        #: train_step then gets ``(x, y, sample_weight)``.
+        self.has_sample_weight = sample_weight is not None or class_weight is not None
 
     @property
     def global_batch_size(self) -> int:
@@ -369,6 +372,7 @@ class IterableAdapter:
         self._pool = _BufferPool()
         #: Whether the batches hold targets ``y``; known once the first batch is read.
         self.has_targets: bool | None = None
+        self.has_sample_weight = class_weight is not None  # or the first batch holds some
         #: ``fit``'s epochs while it runs (``_read_ahead.reading_ahead``): an epoch before
         #: the last starts reading the next one when it has read its own (None: never).
         self.epochs: int | None = None
@@ -583,6 +587,7 @@ class IterableAdapter:
             self._refused = base
             return False
         n = len(base)
+        self.has_sample_weight = self.has_sample_weight or sw is not None
         sw = np.ones(n, np.float32) if sw is None else np.asarray(sw, np.float32).reshape(n)
         if self._class_weight is not None:
             sw = sw * _class_weights(self._class_weight, y)
@@ -643,6 +648,7 @@ class IterableAdapter:
         self._check_sizes(sizes)
         check_batch_rows(parts, sizes, first)
         has_y = self._check_targets(parts, first)
+        self.has_sample_weight = self.has_sample_weight or any(p[2] is not None for p in parts)
         buffers = None
         for i, ((x, y, sw), size) in enumerate(zip(parts, sizes, strict=True)):
             sw = np.ones(size, np.float32) if sw is None else np.asarray(sw, np.float32)
