@@ -20,7 +20,11 @@ keras = pytest.importorskip("keras")
 
 import phalanx  # noqa: E402
 from phalanx import layers  # noqa: E402
-from phalanx.errors import NotCompiledError, StepOverrideError  # noqa: E402
+from phalanx.errors import (  # noqa: E402
+    CompileArgumentError,
+    NotCompiledError,
+    StepOverrideError,
+)
 
 X = np.random.default_rng(0).normal(size=(64, 3)).astype(np.float32)
 Y = (X @ np.array([[1.0], [-2.0], [0.5]], np.float32) + 0.3).astype(np.float32)
@@ -313,3 +317,23 @@ def test_compile_with_only_an_optimizer_says_the_loss_is_missing():
     with pytest.raises(NotCompiledError, match=r"fit\(\) needs a loss"):
         model.fit(X, Y, epochs=1, verbose=0)
     assert model.predict(X, verbose=0).shape == (64, 1)
+
+
+def test_an_optimizer_per_part_must_name_every_part():
+    model = _TwoParts()
+    model.compile(optimizer={"first": "sgd"}, loss="mse")
+    with pytest.raises(
+        CompileArgumentError,
+        match=r"names the parts \['first'\].*in the parts \['first', 'second'\]",
+    ):
+        model.fit(X, Y, epochs=1, verbose=0)
+
+
+class _TwoParts(phalanx.Model):
+    def __init__(self):
+        super().__init__()
+        self.first = layers.Dense(2)
+        self.second = layers.Dense(1)
+
+    def call(self, x):
+        return self.second(self.first(x))

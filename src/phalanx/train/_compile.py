@@ -190,6 +190,10 @@ def resolve_compile(
         )
     if isinstance(optimizer, _mixed_precision.LossScaleOptimizer):
         opt = optimizer
+    elif isinstance(optimizer, dict):  # one optimizer per part of the model (a GAN's two)
+        from ._override import PartOptimizers
+
+        opt = PartOptimizers(optimizer)
     else:  # under mixed_float16, wrapped in a LossScaleOptimizer as Keras does
         opt = _mixed_precision.wrap_for_policy(_optimizers.get(optimizer))
     tx = opt if isinstance(opt, optax.GradientTransformation) else opt.to_optax()

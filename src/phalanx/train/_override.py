@@ -196,23 +196,26 @@ class CompileMetrics:
 
     One tracker for all of them, as Keras 3's ``CompileMetrics``: its variables
     are each metric's in turn, its result a dict of their results (flattened in
-    the logs). Keras's ``metrics=`` are unweighted: ``sample_weight`` given to
-    its update is not applied.
+    the logs). As Keras's, ``sample_weight`` given to its update weighs the
+    ``weighted_metrics=`` only, not the ``metrics=``.
     """
 
     name = "compile_metrics"
 
-    def __init__(self, metrics: tuple):
+    def __init__(self, metrics: tuple, weighted: tuple = ()):
         self.metrics = tuple(metrics)
+        self.weighted = tuple(weighted) or (False,) * len(self.metrics)
 
     def init(self) -> tuple:
         """Every metric's empty state."""
         return tuple(m.init() for m in self.metrics)
 
     def update(self, state: tuple, y_true, y_pred, sample_weight=None) -> tuple:
-        """Every metric updated by ``(y_true, y_pred)``; ``sample_weight`` unused (Keras)."""
-        del sample_weight  # Keras's compile(metrics=...) are unweighted
-        return tuple(m.update(s, y_true, y_pred) for m, s in zip(self.metrics, state, strict=True))
+        """Every metric updated by ``(y_true, y_pred)``, the weighted ones by ``sample_weight``."""
+        return tuple(
+            m.update(s, y_true, y_pred, sample_weight=sample_weight if w else None)
+            for m, s, w in zip(self.metrics, state, self.weighted, strict=True)
+        )
 
     def result(self, state: tuple) -> dict:
         """``{name: result}`` of every metric."""
@@ -248,6 +251,59 @@ class CompileMetrics:
 
     def __repr__(self) -> str:
         return f"CompileMetrics({[m.name for m in self.metrics]})"
+
+
+class PartOptimizers:
+    """``compile(optimizer={part: optimizer, ...})``: one optimizer per part of the model.
+
+    A part is a top-level attribute of the model that holds trainable weights (a
+    GAN's ``"generator"`` and ``"discriminator"``). ``optimizer_variables`` is then
+    ``{part: that optimizer's state}``: an overridden step updates one part with
+    ``optimizers[part].stateless_apply(optimizer_variables[part], grads[part],
+    trainable_variables[part])``; the default step updates every part by its own.
+    """
+
+    def __init__(self, optimizers: dict):
+        from ..optimizers import _optimizers
+
+        self.optimizers = {k: _optimizers.get(v) for k, v in optimizers.items()}
+        self.name = "part_optimizers"
+
+    def to_optax(self) -> Any:
+        """The optax transformation: each part's optimizer on its part of the tree."""
+        import optax
+
+        def txs():
+            return {k: getattr(o, "to_optax", lambda o=o: o)() for k, o in self.optimizers.items()}
+
+        def init(params):
+            self._check_parts(params)
+            return {k: tx.init(params[k]) for k, tx in txs().items()}
+
+        def update(grads, state, params=None):
+            updates = jax.tree.map(lambda g: g, grads)
+            new = {}
+            for k, tx in txs().items():
+                updates[k], new[k] = tx.update(
+                    grads[k], state[k], None if params is None else params[k]
+                )
+            return updates, new
+
+        return optax.GradientTransformation(init, update)
+
+    def _check_parts(self, params) -> None:
+        parts = sorted(str(k) for k in params)
+        if sorted(self.optimizers) != parts:
+            from ..errors import CompileArgumentError
+
+            raise CompileArgumentError(
+                f"compile(optimizer={{...}}) names the parts {sorted(self.optimizers)}, but the "
+                f"model's trainable weights are in the parts {parts}: give one optimizer to "
+                "each (a part is a top-level attribute of the model holding weights)."
+            )
+
+    def __repr__(self) -> str:
+        return f"PartOptimizers({self.optimizers!r})"
 
 
 # -- Keras's default steps, in the override's form ------------------------------

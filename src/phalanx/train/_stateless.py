@@ -1,6 +1,6 @@
 """Keras 3's stateless model methods, which an overridden step calls (``_override``).
 
-``stateless_call`` runs the model on given variables and returns the new
+``random_key`` gives the step's random keys; ``stateless_call`` runs the model on given variables and returns the new
 non-trainable ones; ``compute_loss`` is the compiled loss of a batch, reduced as
 Keras's ``"sum_over_batch_size"``. Both are pure: they read the compiled step's
 static configuration (``Trainer._step_config``), never the model's weights.
@@ -95,6 +95,25 @@ class StatelessMethods:
             weight = jnp.asarray(sample_weight, jnp.float32).reshape(per_example.shape[:1])
             per_example = jnp.where(weight != 0, per_example * weight, 0.0)
         return jnp.sum(per_example) / batch
+
+    def random_key(self) -> jax.Array:
+        """A fresh PRNG key inside an overridden step (Keras: ``keras.random`` with a
+        ``SeedGenerator`` in the state).
+
+        Each call in a step gives another key, each step other keys, from
+        ``compile``'s ``seed`` and the step count (a resumed run draws the same).
+
+        Raises:
+          StepOverrideError: called outside an overridden step being compiled.
+        """
+        key = _override.next_key()
+        if key is None:
+            raise StepOverrideError(
+                "random_key() gives keys inside an overridden train_step/test_step/"
+                "predict_step only (they come from compile's seed and the step count). "
+                "Outside one, use jax.random.key(seed)."
+            )
+        return key
 
     def _stateless_config(self, what: str) -> _step.StepConfig:
         if getattr(self, "_state", None) is None:

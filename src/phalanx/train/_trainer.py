@@ -155,7 +155,9 @@ class Trainer(StatelessMethods):
 
         self._loss_tracker = Mean(name="loss")  # Keras's: first of model.metrics
         metrics = tuple(self._config.metrics)
-        self._compile_metrics = _override.CompileMetrics(metrics) if metrics else None
+        self._compile_metrics = (
+            _override.CompileMetrics(metrics, self._config.weighted) if metrics else None
+        )
         self._programs = {}
         if self._state is not None:  # recompiling keeps the weights, resets the optimizer
             self._sync_module()
