@@ -241,9 +241,11 @@ def load_model(
       custom_objects: Keras's argument; phalanx runs no code from a file, so it
         must be None or empty.
       compile: compile the model with the file's ``compile_config`` (its optimizer,
-        loss, metrics), as Keras; the optimizer's state is not read (it starts
-        afresh). A configuration phalanx cannot rebuild warns and loads the
-        model uncompiled.
+        loss, metrics) and restore the optimizer's state (``iterations``, the
+        learning rate, the moments) from ``model.weights.h5``, as Keras. A
+        configuration phalanx cannot rebuild warns and loads the model
+        uncompiled; optimizer variables that do not fit the optimizer warn, as
+        Keras, and it starts afresh.
       safe_mode: Keras's argument; phalanx is always safe (no ``Lambda`` code).
 
     Returns:
@@ -281,4 +283,6 @@ def load_model(
     _keras_files.load_h5(model, weights, f"{path}:model.weights.h5")
     if compile and config.get("compile_config"):
         _keras_compile.compile_from_config(model, config["compile_config"], path)
+        if getattr(model, "_config", None) is not None:  # compiled: its optimizer's state too
+            _keras_files.restore_optimizer(model, weights, f"{path}:model.weights.h5")
     return model

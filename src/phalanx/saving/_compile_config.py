@@ -6,8 +6,8 @@ works as after ``compile``. phalanx does the same both ways: it writes Keras's
 layout (an optimizer as ``{"module", "class_name", "config"}``, losses and
 metrics as names or as the same kind of dict) for what Keras can read back,
 and reads what Keras writes for the optimizers, losses and metrics phalanx has.
-The optimizer's state (moments, step count) is not read: training resumes
-with a fresh optimizer, as from ``compile``.
+The optimizer's state (moments, step count) is in ``model.weights.h5``
+(:mod:`phalanx.saving._keras_optimizer`).
 """
 
 from __future__ import annotations

@@ -14,7 +14,10 @@ reverse, given the same architecture.
 ``config.json`` in Keras 3's format (each layer's Keras class and the
 arguments phalanx's layer was given, functional ``inbound_nodes`` with
 ``__keras_tensor__`` histories), ``model.weights.h5`` as above, and
-``metadata.json``; ``keras.models.load_model`` reads it.
+``metadata.json``; ``keras.models.load_model`` reads it. A model compiled with one of
+phalanx's optimizers also gets its optimizer's state (``iterations``, ``learning_rate``
+and the slots) under ``optimizer/vars`` in Keras 3's layout (``_keras_optimizer``), and
+``load_model`` reads it back, so a loaded model continues training as Keras's does.
 
 **Models** (``phalanx.models.load_model("m.keras")``): the zip's
 ``config.json`` is read as data and each layer is made from phalanx's class
@@ -42,6 +45,7 @@ import numpy as np
 from ..errors import KerasFileError
 from ..layers._layer import Layer, snake_case
 from . import _compile_config as _keras_compile
+from . import _keras_optimizer
 
 _MHA_PARTS = ("query_dense", "key_dense", "value_dense", "output_dense")
 
@@ -97,8 +101,11 @@ def _refuse_nested(model: Any) -> None:
         )
 
 
-def save_weights(model: Any, path: Any) -> None:
+def save_weights(model: Any, path: Any, *, optimizer: list | None = None) -> None:
     """Writes ``model``'s weights as a Keras 3 ``.weights.h5`` file (on process 0).
+
+    ``optimizer``: Keras's optimizer variables (``_keras_optimizer.keras_variables``),
+    written under ``optimizer/vars`` as Keras 3 does in a ``.keras`` file.
 
     Raises:
       KerasFileError: the model has no weights yet, or holds nested models.
@@ -129,6 +136,11 @@ def save_weights(model: Any, path: Any) -> None:
                 for i, array in enumerate(arrays[start : start + count]):
                     vars_group.create_dataset(str(i), data=np.asarray(array))
                 start += count
+        if optimizer is not None:
+            vars_group = f.create_group("optimizer/vars")
+            vars_group.attrs["name"] = model.optimizer.name
+            for i, array in enumerate(optimizer):
+                vars_group.create_dataset(str(i), data=array)
     os.replace(tmp, path)
 
 
@@ -233,6 +245,42 @@ def _read(f: Any, at: str, want: np.ndarray, where: str, layer: str) -> np.ndarr
 # -- .keras models --------------------------------------------------------------------
 
 
+def optimizer_variables(model: Any) -> list[np.ndarray] | None:
+    """Keras's optimizer variables for a compiled ``model`` (on every process), or None."""
+    config = getattr(model, "_config", None)
+    if config is None:
+        return None
+    paths = [w._nnx_path for w in model.trainable_weights]
+    values = model._optimizer_values()
+    if values is None:
+        return _keras_optimizer.keras_variables(config.optimizer, None, 0, None, paths)
+    params, opt_state, step = values
+    return _keras_optimizer.keras_variables(config.optimizer, opt_state, step, params, paths)
+
+
+def restore_optimizer(model: Any, data: bytes, where: str) -> None:
+    """Makes a ``.keras`` file's ``optimizer/vars`` the compiled ``model``'s optimizer state
+    (each array read as the layers' are: hard links only, its shape checked first)."""
+    h5py = _h5py()
+    with h5py.File(io.BytesIO(data), "r") as f:
+        if "optimizer" not in f:
+            return
+        count = len(_member(f, "optimizer/vars", h5py.Group, where))
+        model._init_state()
+        params, opt_state, _ = model._optimizer_values()
+        paths = [w._nnx_path for w in model.trainable_weights]
+
+        def read(i: int, shape: tuple) -> np.ndarray:
+            want = np.broadcast_to(np.float32(0), shape)
+            return _read(f, f"optimizer/vars/{i}", want, where, "optimizer")
+
+        restored = _keras_optimizer.restore_keras_variables(
+            model._config.optimizer, opt_state, params, paths, (count, read), where
+        )
+    if restored is not None:
+        model._set_optimizer_values(*restored)
+
+
 # -- writing .keras ---------------------------------------------------------------------
 
 
@@ -253,12 +301,14 @@ def save_model(model: Any, path: Any, config: dict) -> None:
     _refuse_nested(model)
     config = dict(config)
     config["compile_config"] = _keras_compile.compile_config(model)
+    # Keras's layout of the optimizer's state, for an optimizer Keras rebuilds from the file.
+    optimizer = optimizer_variables(model) if config["compile_config"] else None
     if jax.process_index() != 0:
         return
     path = os.fspath(path)
     with tempfile.TemporaryDirectory() as tmp:
         weights = os.path.join(tmp, "model.weights.h5")
-        save_weights(model, weights)
+        save_weights(model, weights, optimizer=optimizer)
         metadata = {
             "keras_version": "3.10.0",
             "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S"),

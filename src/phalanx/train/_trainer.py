@@ -767,6 +767,23 @@ class Trainer(StatelessMethods):
             resident=False,
         )
 
+    # -- the optimizer's state in a .keras file (phalanx.saving reads and writes it) --
+
+    def _optimizer_values(self) -> tuple[Any, Any, int] | None:
+        """``(params, opt_state, step)`` on the host, or None before the state exists (on
+        every process: arrays split over processes are gathered)."""
+        if self._state is None:
+            return None
+        state = self._state
+        params, opt_state = _sharded.host_values((state.params, state.opt_state))
+        return params, opt_state, int(jax.device_get(state.step))
+
+    def _set_optimizer_values(self, opt_state: Any, step: int) -> None:
+        """Makes ``opt_state`` (host arrays) and ``step`` the optimizer's state."""
+        self._init_state()
+        state = self._state._replace(opt_state=opt_state, step=np.asarray(step, np.int32))
+        self._state = _sharded.place_state(self._strategy, state)
+
     # -- checkpoints (the protocol phalanx.checkpoint calls) ------------------
 
     def _checkpoint_expect(self) -> dict | None:

@@ -1,0 +1,245 @@
+"""A ``.keras`` file's optimizer state (``model.weights.h5``'s ``optimizer/vars``), both ways.
+
+Keras 3 saves its optimizer's variables in the order it made them
+(``keras/src/optimizers``: ``Optimizer.save_own_variables``): ``iteration``
+(int64), ``learning_rate`` (float32; none for a schedule), then the slot
+variables, one family after another (one ``add_optimizer_variables`` call
+each), a family holding, for each trainable weight in
+``model.trainable_variables`` order, one variable per slot name:
+
+==================  =====================================================
+optimizer           families
+==================  =====================================================
+``SGD``             ``momentum`` (when ``momentum > 0``)
+``Adam``, ``AdamW``  ``(momentum, velocity)``, ``velocity_hat`` (``amsgrad``)
+``RMSprop``         ``velocity``, ``momentum`` (``momentum > 0``),
+                    ``average_gradient`` (``centered``)
+``Adagrad``         ``accumulator``
+==================  =====================================================
+
+phalanx's optimizer state is optax's: each slot is a tree like the
+parameters inside the state of the optimizer's direction
+(``Optimizer.direction``), after its clipping. Keras's SGD and RMSprop
+momentum hold the learning rate (SGD: ``m = momentum * m - lr * g``), optax's
+``trace`` does not (``t = momentum * t + g``, the update ``-lr * t``): the
+file holds ``-lr * t`` (SGD) and ``lr * t`` (RMSprop), exact for a constant
+rate. Other optimizers (an optax transformation, a ``LossScaleOptimizer``)
+have no Keras layout: their state is not written, and a file's is not read.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+
+
+class _Slot(NamedTuple):
+    name: str  # Keras's slot name
+    path: tuple  # where the slot's tree is in the direction's state (attributes, indices)
+    rate: int  # the file holds rate * lr * optax's value (0: the value itself)
+
+
+def _families(optimizer: Any) -> list[list[_Slot]] | None:
+    """Keras's slot families for a phalanx optimizer; None for another optimizer (or one
+    with Keras's extra variables: ``use_ema``, ``gradient_accumulation_steps``)."""
+    from ..optimizers import _optimizers as o
+
+    if getattr(optimizer, "use_ema", False) or getattr(
+        optimizer, "gradient_accumulation_steps", None
+    ):
+        return None
+    kind = type(optimizer)
+    if kind is o.SGD:
+        return [[_Slot("momentum", ("trace",), -1)]] if optimizer.momentum else []
+    if kind in (o.Adam, o.AdamW):
+        families = [[_Slot("momentum", ("mu",), 0), _Slot("velocity", ("nu",), 0)]]
+        if optimizer.amsgrad:
+            families.append([_Slot("velocity_hat", ("nu_max",), 0)])
+        return families
+    if kind is o.RMSprop:
+        scale = (0,) if optimizer.momentum else ()
+        families = [[_Slot("velocity", (*scale, "nu"), 0)]]
+        if optimizer.momentum:
+            families.append([_Slot("momentum", (1, "trace"), 1)])
+        if optimizer.centered:
+            families.append([_Slot("average_gradient", (*scale, "mu"), 0)])
+        return families
+    if kind is o.Adagrad:
+        return [[_Slot("accumulator", ("sum_of_squares",), 0)]]
+    return None
+
+
+def _get(state: Any, path: tuple) -> Any:
+    for step in path:
+        state = state[step] if isinstance(step, int) else getattr(state, step)
+    return state
+
+
+def _set(state: Any, path: tuple, value: Any) -> Any:
+    if not path:
+        return value
+    step, rest = path[0], path[1:]
+    if isinstance(step, int):
+        items = list(state)
+        items[step] = _set(items[step], rest, value)
+        return type(state)(items)
+    return state._replace(**{step: _set(getattr(state, step), rest, value)})
+
+
+def _direction_path(optimizer: Any, opt_state: Any, params: Any) -> tuple:
+    """Where the direction's state (``optimizer.direction().init``) is in ``opt_state``: the
+    first node of its structure, through the chain's tuples and optax's state tuples."""
+    want = jax.tree.structure(optimizer.direction().init(params))
+
+    def find(node: Any, path: tuple) -> tuple | None:
+        if jax.tree.structure(node) == want:
+            return path
+        if not isinstance(node, tuple):
+            return None
+        fields = getattr(node, "_fields", None) or range(len(node))
+        for i, field in enumerate(fields):
+            child = node[i]
+            found = find(child, (*path, field if isinstance(field, str) else i))
+            if found is not None:
+                return found
+        return None
+
+    path = find(opt_state.inner_state, ("inner_state",))
+    if path is None:  # pragma: no cover - every phalanx optimizer chains its direction
+        raise ValueError(f"no {type(optimizer).__name__} direction state in {opt_state!r}")
+    return path
+
+
+def _key(path: tuple) -> tuple:
+    """A pytree key path as nnx's path (``('layers', 0, 'linear', 'kernel')``)."""
+    keys = []
+    for k in path:
+        keys.append(getattr(k, "key", getattr(k, "idx", getattr(k, "name", None))))
+    return tuple(keys[:-1] if keys and keys[-1] == "value" else keys)
+
+
+def _order(params: Any, paths: list[tuple]) -> list[int]:
+    """The positions in ``params``' leaves of the trainable weights at nnx ``paths``."""
+    flat = jax.tree_util.tree_flatten_with_path(params)[0]
+    position = {_key(p): i for i, (p, _) in enumerate(flat)}
+    return [position[tuple(p)] for p in paths]
+
+
+def _lr(opt_state: Any) -> float:
+    return float(np.asarray(opt_state.hyperparams["learning_rate"]))
+
+
+def _constant_rate(optimizer: Any) -> bool:
+    return not callable(optimizer.learning_rate)
+
+
+def keras_variables(
+    optimizer: Any, opt_state: Any, step: int, params: Any, paths: list[tuple]
+) -> list[np.ndarray] | None:
+    """Keras's ``optimizer.variables`` for phalanx's state (host values), or None.
+
+    Args:
+      optimizer: the compiled phalanx optimizer (anything else gives None).
+      opt_state: its optax state, on the host; None before training (Keras's
+        optimizer not yet built: only ``iteration`` and ``learning_rate``).
+      step: the optimizer steps taken (Keras's ``iterations``).
+      params: the trainable parameters' tree (the slots' structure).
+      paths: the nnx paths of ``model.trainable_weights``, in Keras's order.
+    """
+    families = _families(optimizer)
+    if families is None:
+        return None
+    out = [np.asarray(step, np.int64)]
+    lr = float(optimizer.learning_rate) if opt_state is None else _lr(opt_state)
+    if _constant_rate(optimizer):
+        out.append(np.asarray(lr, np.float32))
+    if opt_state is None:
+        return out
+    direction = _get(opt_state, _direction_path(optimizer, opt_state, params))
+    order = _order(params, paths)
+    for family in families:
+        trees = [jax.tree.leaves(_get(direction, slot.path)) for slot in family]
+        for i in order:
+            for slot, leaves in zip(family, trees, strict=True):
+                value = np.asarray(leaves[i], np.float32)
+                out.append(value * np.float32(slot.rate * lr) if slot.rate else value)
+    return out
+
+
+def restore_keras_variables(
+    optimizer: Any, opt_state: Any, params: Any, paths: list[tuple], stored: tuple, where: str
+) -> tuple[Any, int] | None:
+    """``(opt_state, step)`` with a file's Keras optimizer variables; None when not read.
+
+    Args:
+      optimizer, params, paths: as for :func:`keras_variables`.
+      opt_state: the fresh optax state, on the host.
+      stored: ``(count, read)``: the file's number of variables, and
+        ``read(i, shape)`` reading variable ``i``, which must have ``shape``.
+      where: the file, for messages.
+
+    A file whose variables do not fit the optimizer (another optimizer, a model
+    of other weights) warns as Keras does and leaves the optimizer fresh; so
+    does an optimizer without Keras's layout (an optax transformation).
+
+    Raises:
+      KerasFileError: from ``read``: a variable's shape differs from its weight's.
+    """
+    families = _families(optimizer)
+    if families is None:
+        _skip(optimizer, where, "its state has no Keras layout (not a phalanx optimizer)")
+        return None
+    head = 2 if _constant_rate(optimizer) else 1
+    order = _order(params, paths)
+    want = head + sum(len(f) for f in families) * len(order)
+    count, read = stored
+    if count not in (want, head):
+        _skip(optimizer, where, f"it has {want} variables whereas the file has {count}")
+        return None
+    step = int(read(0, ()))
+    opt_state = _with_counts(opt_state, step)
+    if head == 2:
+        hyperparams = dict(opt_state.hyperparams, learning_rate=np.float32(read(1, ())))
+        opt_state = opt_state._replace(hyperparams=hyperparams)
+    if count == head:  # saved before its first step: only the counters
+        return opt_state, step
+    lr = _lr(opt_state)
+    where_direction = _direction_path(optimizer, opt_state, params)
+    direction = _get(opt_state, where_direction)
+    position = head
+    for family in families:
+        leaves = {s.name: list(jax.tree.leaves(_get(direction, s.path))) for s in family}
+        for i in order:
+            for slot in family:
+                value = np.asarray(read(position, np.shape(leaves[slot.name][i])), np.float32)
+                position += 1
+                leaves[slot.name][i] = value / np.float32(slot.rate * lr) if slot.rate else value
+        for slot in family:
+            tree = jax.tree.structure(_get(direction, slot.path)).unflatten(leaves[slot.name])
+            direction = _set(direction, slot.path, tree)
+    return _set(opt_state, where_direction, direction), step
+
+
+def _with_counts(state: Any, step: int) -> Any:
+    """``state`` with every optax ``count`` (steps taken) set to ``step``."""
+    if isinstance(state, tuple) and hasattr(state, "_fields"):
+        fields = {f: _with_counts(getattr(state, f), step) for f in state._fields}
+        if "count" in fields:
+            fields["count"] = np.asarray(step, np.asarray(state.count).dtype)
+        return type(state)(**fields)
+    if isinstance(state, tuple):
+        return tuple(_with_counts(s, step) for s in state)
+    return state
+
+
+def _skip(optimizer: Any, where: str, why: str) -> None:
+    warnings.warn(
+        f"Skipping variable loading for optimizer '{getattr(optimizer, 'name', optimizer)}' "
+        f"from {where}, because {why}: it starts afresh (iterations 0), and training "
+        "continues otherwise than it would have.",
+        UserWarning,
+        stacklevel=3,
+    )

@@ -1,0 +1,135 @@
+"""A ``.keras`` file carries the optimizer's state both ways, as Keras 3's (issue 27 item 2).
+
+Keras 3 writes its optimizer's variables into ``model.weights.h5`` under ``optimizer/vars``
+(``iteration``, ``learning_rate``, then the slots) and ``load_model`` restores them, so a
+loaded model's ``optimizer.iterations`` is the saved one and a continued ``fit`` equals
+the uninterrupted run (TF 2.21 in the ``save_and_load`` tutorial: iterations 10, where
+phalanx had 0 and another loss). Compared with Keras 3 (JAX) from equal weights.
+"""
+
+import json
+import os
+import warnings
+import zipfile
+
+import jax
+import numpy as np
+import pytest
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+keras = pytest.importorskip("keras")
+
+import phalanx as px  # noqa: E402
+
+_rng = np.random.default_rng(0)
+X = _rng.normal(size=(40, 3)).astype(np.float32)
+Y = _rng.normal(size=(40, 2)).astype(np.float32)
+
+# The slots that scale by the learning rate (SGD's and RMSprop's momentum) and the
+# optional families (amsgrad, centered); Adagrad's one slot is Adam's case.
+OPTIMIZERS = {
+    "adam": lambda k: k.Adam(0.01),
+    "sgd_nesterov": lambda k: k.SGD(0.05, momentum=0.9, nesterov=True),
+    "rmsprop_centered_momentum": lambda k: k.RMSprop(0.01, momentum=0.5, centered=True),
+    "adamw_amsgrad": lambda k: k.AdamW(0.01, amsgrad=True),
+}
+
+
+def _keras_model(optimizer):
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential(
+        [keras.Input((3,)), keras.layers.Dense(4, activation="relu"), keras.layers.Dense(2)]
+    )
+    model.compile(optimizer=optimizer, loss="mse")
+    return model
+
+
+def _fit(model, epochs=1):
+    return model.fit(X, Y, batch_size=4, epochs=epochs, verbose=0, shuffle=False).history["loss"]
+
+
+def _assert_same_weights(a, b):
+    for got, want in zip(a.get_weights(), b.get_weights(), strict=True):
+        np.testing.assert_allclose(got, want, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_keras_file_optimizer_state_both_ways(tmp_path, name):
+    ref = _keras_model(OPTIMIZERS[name](keras.optimizers))
+    _fit(ref)  # 10 steps
+    ref.save(tmp_path / "keras.keras")
+    ours = px.models.load_model(tmp_path / "keras.keras")
+    assert int(ours.optimizer.iterations) == 10
+    np.testing.assert_allclose(_fit(ours), _fit(ref), rtol=1e-6)
+    _assert_same_weights(ours, ref)
+    # And back: Keras reads phalanx's optimizer/vars as the state its own run reached.
+    ours.save(tmp_path / "ours.keras")
+    theirs = keras.models.load_model(tmp_path / "ours.keras")
+    assert int(theirs.optimizer.iterations) == 20
+    got, want = theirs.optimizer.variables, ref.optimizer.variables
+    assert [v.path.split("/", 1)[1] for v in got] == [v.path.split("/", 1)[1] for v in want]
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-6, err_msg=b.path)
+
+
+@pytest.mark.slow  # three models compiled on 2 replicas (~7 s on 2 shared cores)
+def test_a_resumed_fit_equals_the_uninterrupted_one_on_two_replicas(tmp_path):
+    """The save_and_load tutorial's shape: fit under MirroredStrategy, save, load_model in the
+    scope, fit on: the same losses and weights as fitting on without saving."""
+    strategy = px.MirroredStrategy(devices=jax.devices()[:2])
+
+    def model():
+        with strategy.scope():
+            m = px.Sequential(
+                [px.Input((3,)), px.layers.Dense(4, activation="relu"), px.layers.Dense(2)]
+            )
+            m.compile(optimizer=px.optimizers.Adam(0.01), loss="mse")
+        return m
+
+    px.utils.set_random_seed(3)
+    whole = model()
+    px.utils.set_random_seed(3)
+    halves = model()
+    want = _fit(whole, epochs=2)
+    _fit(halves)
+    halves.save(tmp_path / "m.keras")
+    with strategy.scope():
+        loaded = px.models.load_model(tmp_path / "m.keras")
+    assert int(loaded.optimizer.iterations) == 10
+    np.testing.assert_allclose(_fit(loaded), want[1:], rtol=1e-6)
+    _assert_same_weights(loaded, whole)
+
+
+def test_a_file_saved_before_training_loads_a_fresh_optimizer_without_a_warning(tmp_path):
+    ref = _keras_model(keras.optimizers.Adam(0.02))  # compiled, never trained: 2 variables
+    ref.save(tmp_path / "fresh.keras")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ours = px.models.load_model(tmp_path / "fresh.keras")
+    assert int(ours.optimizer.iterations) == 0
+    np.testing.assert_allclose(float(ours.optimizer.learning_rate), 0.02)
+
+
+def test_optimizer_variables_that_do_not_fit_warn_and_start_afresh(tmp_path):
+    ref = _keras_model(keras.optimizers.Adam(0.01))
+    _fit(ref)
+    ref.save(tmp_path / "adam.keras")
+    # The same file, its compile_config naming SGD with momentum (1 slot where Adam has 2).
+    with zipfile.ZipFile(tmp_path / "adam.keras") as archive:
+        files = {n: archive.read(n) for n in archive.namelist()}
+    config = json.loads(files["config.json"])
+    config["compile_config"]["optimizer"] = {
+        "module": "keras.optimizers",
+        "class_name": "SGD",
+        "config": {"name": "SGD", "learning_rate": 0.01, "momentum": 0.9},
+    }
+    files["config.json"] = json.dumps(config).encode()
+    with zipfile.ZipFile(tmp_path / "sgd.keras", "w") as archive:
+        for n, data in files.items():
+            archive.writestr(n, data)
+    with pytest.warns(
+        UserWarning,
+        match="Skipping variable loading for optimizer 'SGD'.* 6 variables whereas the file has 10",
+    ):
+        ours = px.models.load_model(tmp_path / "sgd.keras")
+    assert int(ours.optimizer.iterations) == 0
