@@ -33,7 +33,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from ..errors import DataUnavailableError
+from ..errors import DatasetArgumentError, DataUnavailableError
 from ._idx import read_idx
 
 URL = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/mnist.npz"
@@ -62,7 +62,8 @@ def load_data(
 
     Args:
       path: the directory with the IDX files or ``mnist.npz``; None for
-        ``default_dir()``. A path to a ``.npz`` file is read directly.
+        ``default_dir()``. A path to a ``.npz`` file is read directly. A local
+        path: a URL (``gs://``) is refused (copy the file here first).
       download: fetch ``mnist.npz`` into the directory when no data is found.
 
     Returns:
@@ -70,10 +71,17 @@ def load_data(
 
     Raises:
       FileNotFoundError: no data found and download is off.
+      DatasetArgumentError: ``path`` is a URL.
       DataUnavailableError: the download failed (offline); the message says where
         to put the files (a ``ConnectionError``).
       ValueError: a downloaded or given file is damaged (checksum or format).
     """
+    if path is not None and "://" in os.fspath(path):
+        raise DatasetArgumentError(
+            f"mnist.load_data(path={os.fspath(path)!r}): MNIST is read from a folder or .npz "
+            "file on this machine (Keras's cache), not from a URL. Copy it here first: "
+            "phalanx.io.gfile.copy(url, 'mnist.npz'), then load_data('mnist.npz')."
+        )
     path = Path(path) if path is not None else default_dir()
     if path.suffix == ".npz":
         return _load_npz(path)

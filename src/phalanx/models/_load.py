@@ -237,7 +237,8 @@ def load_model(
     """Reads a Keras 3 ``.keras`` file into a phalanx model, running no code from it.
 
     Args:
-      path: the ``.keras`` file (a zip of ``config.json`` and ``model.weights.h5``).
+      path: the ``.keras`` file (a zip of ``config.json`` and ``model.weights.h5``), a
+        local path or a URL (``gs://``, ``memory://``: :mod:`phalanx.io`).
       custom_objects: Keras's argument; phalanx runs no code from a file, so it
         must be None or empty.
       compile: compile the model with the file's ``compile_config`` (its optimizer,
@@ -263,16 +264,16 @@ def load_model(
             f"load_model({path!r}, custom_objects=...): phalanx runs no code from a file and "
             "has no custom objects; build the model in Python and load_weights its weights."
         )
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"No model file at {path!r}.")
+    handle = _keras_files.open_file(path, "model file")  # a local path or a URL (phalanx.io)
     try:
-        archive = zipfile.ZipFile(path)
+        archive = zipfile.ZipFile(handle)
     except (zipfile.BadZipFile, OSError) as e:
+        handle.close()
         raise KerasFileError(
             f"{path!r} is not a Keras 3 .keras file (a zip with config.json and "
             f"model.weights.h5): {e}."
         ) from None
-    with archive:
+    with handle, archive:
         config = _archive.parse_config(
             _archive.read_member(archive, "config.json", path, _archive.MAX_CONFIG_BYTES), path
         )

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import KerasFileError
+from ..io import _fs
 from ..layers._layer import Layer, snake_case
 from . import _compile_config as _keras_compile
 from . import _keras_optimizer
@@ -104,8 +105,10 @@ def _refuse_nested(model: Any) -> None:
 def save_weights(model: Any, path: Any, *, optimizer: list | None = None) -> None:
     """Writes ``model``'s weights as a Keras 3 ``.weights.h5`` file (on process 0).
 
-    ``optimizer``: Keras's optimizer variables (``_keras_optimizer.keras_variables``),
-    written under ``optimizer/vars`` as Keras 3 does in a ``.keras`` file.
+    ``path`` is a local path or a URL (``gs://``, ``memory://``: :mod:`phalanx.io`);
+    the file appears whole or not at all. ``optimizer``: Keras's optimizer variables
+    (``_keras_optimizer.keras_variables``), written under ``optimizer/vars`` as Keras 3
+    does in a ``.keras`` file.
 
     Raises:
       KerasFileError: the model has no weights yet, or holds nested models.
@@ -113,18 +116,21 @@ def save_weights(model: Any, path: Any, *, optimizer: list | None = None) -> Non
     import jax
 
     _refuse_nested(model)
-
     if not model.built:
         raise KerasFileError(
             f"Model {model.name!r} has no weights yet: build or fit it before save_weights."
         )
     if jax.process_index() != 0:
         return
-    h5py = _h5py()
-    path = os.fspath(path)
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}"
-    with h5py.File(tmp, "w") as f:
+    data = _weights_h5(model, optimizer)
+    with _fs.atomic_write(path) as f:
+        f.write(data)
+
+
+def _weights_h5(model: Any, optimizer: list | None) -> bytes:
+    """The bytes of ``model``'s Keras 3 weights file."""
+    buffer = io.BytesIO()
+    with _h5py().File(buffer, "w") as f:
         f.create_group("vars").attrs["name"] = model.name
         root = f.create_group("layers")
         for key, layer in _keys(model):
@@ -141,21 +147,38 @@ def save_weights(model: Any, path: Any, *, optimizer: list | None = None) -> Non
             vars_group.attrs["name"] = model.optimizer.name
             for i, array in enumerate(optimizer):
                 vars_group.create_dataset(str(i), data=array)
-    os.replace(tmp, path)
+    return buffer.getvalue()
 
 
 def load_weights(model: Any, path: Any) -> None:
-    """Reads a Keras 3 ``.weights.h5`` file into ``model`` (same architecture).
+    """Reads a Keras 3 ``.weights.h5`` file (a local path or a URL) into ``model``.
 
     Raises:
       FileNotFoundError: no such file.
       KerasFileError: not an HDF5 weights file, or its layers or shapes differ.
     """
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"No weights file at {path!r}.")
-    with open(path, "rb") as f:
-        load_h5(model, f.read(), path)
+    load_h5(model, read_bytes(path, "weights file"), os.fspath(path))
+
+
+def read_bytes(path: Any, what: str) -> bytes:
+    """The bytes of the file at ``path`` (a local path or a URL).
+
+    Raises:
+      FileNotFoundError: nothing there.
+    """
+    with open_file(path, what) as f:
+        return f.read()
+
+
+def open_file(path: Any, what: str) -> Any:
+    """The file at ``path`` (a local path or a URL) opened to read bytes, seekable.
+
+    Raises:
+      FileNotFoundError: nothing there.
+    """
+    if not _fs.exists(path) or _fs.isdir(path):
+        raise FileNotFoundError(f"No {what} at {os.fspath(path)!r}.")
+    return _fs.open(path, "rb")
 
 
 def load_h5(model: Any, data: bytes, where: str) -> None:
@@ -294,7 +317,6 @@ def save_model(model: Any, path: Any, config: dict) -> None:
       KerasFileError: a subclassed model, or no weights yet.
     """
     import datetime
-    import tempfile
 
     import jax
 
@@ -305,18 +327,15 @@ def save_model(model: Any, path: Any, config: dict) -> None:
     optimizer = optimizer_variables(model) if config["compile_config"] else None
     if jax.process_index() != 0:
         return
-    path = os.fspath(path)
-    with tempfile.TemporaryDirectory() as tmp:
-        weights = os.path.join(tmp, "model.weights.h5")
-        save_weights(model, weights, optimizer=optimizer)
-        metadata = {
-            "keras_version": "3.10.0",
-            "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S"),
-            "saved_by": "phalanx",
-        }
-        staged = f"{path}.tmp{os.getpid()}"
-        with zipfile.ZipFile(staged, "w") as archive:
-            archive.writestr("metadata.json", json.dumps(metadata))
-            archive.writestr("config.json", json.dumps(config))
-            archive.write(weights, "model.weights.h5")
-        os.replace(staged, path)
+    metadata = {
+        "keras_version": "3.10.0",
+        "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S"),
+        "saved_by": "phalanx",
+    }
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("metadata.json", json.dumps(metadata))
+        archive.writestr("config.json", json.dumps(config))
+        archive.writestr("model.weights.h5", _weights_h5(model, optimizer))
+    with _fs.atomic_write(path) as f:  # a local path or a URL, whole or not at all
+        f.write(buffer.getvalue())
