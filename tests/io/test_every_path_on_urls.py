@@ -22,7 +22,7 @@ from io_support import data, model
 import phalanx
 from phalanx import callbacks, checkpoint
 from phalanx import data as pdata
-from phalanx.errors import DatasetArgumentError
+from phalanx.errors import DatasetArgumentError, ExportError
 from phalanx.io import gfile
 
 # Argument names that hold a file or folder path.
@@ -110,6 +110,16 @@ def _keras_file(base):
         np.testing.assert_array_equal(a, b)
 
 
+def _export(base):
+    m = model()
+    try:
+        m.export(f"{base}/m.jax")
+    except ExportError as e:  # JAX serializes with flatbuffers, an optional package
+        assert "pip install flatbuffers" in str(e) and not gfile.exists(f"{base}/m.jax")
+    else:
+        assert gfile.exists(f"{base}/m.jax")
+
+
 def _fit_callbacks(base):
     x, y = data()
     m = model()
@@ -161,6 +171,8 @@ def _records_and_files(base):
     with gfile.GFile(f"{base}/f.bin", "wb") as f:
         f.write(b"abcd")
     assert [r.item() for r in pdata.FixedLengthRecordDataset(f"{base}/f.bin", 2)] == [b"ab", b"cd"]
+    pdata.Dataset.range(3).save(f"{base}/saved")
+    assert [int(x) for x in pdata.Dataset.load(f"{base}/saved")] == [0, 1, 2]
     cached = pdata.Dataset.range(3).cache(f"{base}/cache/c")
     assert list(cached) == list(cached) == [0, 1, 2]
     assert gfile.glob(f"{base}/cache/c*")
@@ -192,6 +204,7 @@ RUNNERS = {
     "phalanx.models._model.Model.save_weights": _weights_files,
     "phalanx.models._model.Model.load_weights": _weights_files,
     "phalanx.models._model.Model.save": _keras_file,
+    "phalanx.models._model.Model.export": _export,
     "phalanx.models._load.load_model": _keras_file,
     "phalanx.callbacks._model_checkpoint.ModelCheckpoint": _fit_callbacks,
     "phalanx.callbacks._backup_and_restore.BackupAndRestore": _fit_callbacks,
@@ -209,6 +222,8 @@ RUNNERS = {
     "phalanx.io._tfrecord.tf_record_iterator": _records_and_files,
     "phalanx.data._dataset.Dataset.list_files": _records_and_files,
     "phalanx.data._dataset.Dataset.cache": _records_and_files,
+    "phalanx.data._dataset.Dataset.save": _records_and_files,
+    "phalanx.data._dataset.Dataset.load": _records_and_files,
     "phalanx.data._sources.FileSourceDataset": _records_and_files,
     "phalanx.data._record_datasets.TFRecordDataset": _records_and_files,
     "phalanx.data._record_datasets.TextLineDataset": _records_and_files,
