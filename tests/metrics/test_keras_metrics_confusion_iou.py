@@ -213,3 +213,18 @@ def test_compiled_over_two_replicas_equals_keras():
         assert logs[re.sub(r"_\d+$", "", metric.name)] == pytest.approx(
             float(metric.result()), rel=1e-5, abs=1e-6
         )
+
+
+def test_mean_metric_wrapper_config_keeps_fn_and_its_arguments():
+    def scaled(y_true, y_pred, factor=1.0):
+        return factor * (y_pred - y_true)
+
+    ours = metrics.MeanMetricWrapper(scaled, name="scaled", factor=2.0)
+    theirs = keras.metrics.MeanMetricWrapper(scaled, name="scaled", factor=2.0).get_config()
+    config = ours.get_config()
+    assert sorted(config) == sorted(theirs) and config["factor"] == 2.0
+    again = metrics.MeanMetricWrapper.from_config(config)
+    y_true, y_pred = _u(N), _u(N)
+    assert float(again.result(again.update(again.init(), y_true, y_pred))) == pytest.approx(
+        float(np.mean(2.0 * (y_pred - y_true))), rel=1e-4, abs=1e-6
+    )

@@ -134,7 +134,7 @@ class Metric:
         """Keras's config: ``name``, ``dtype`` and the constructor's arguments as given."""
         config: dict[str, Any] = {"name": self.name, "dtype": _dtype_name(self.dtype)}
         for param in inspect.signature(type(self).__init__).parameters.values():
-            if param.name in ("self", "name", "dtype", "fn") or param.kind in (
+            if param.name in ("self", "name", "dtype") or param.kind in (
                 param.VAR_POSITIONAL,
                 param.VAR_KEYWORD,
             ):
@@ -327,3 +327,11 @@ class MeanMetricWrapper(Mean):
     def update(self, state: State, y_true: Any, y_pred: Any, sample_weight: Any = None) -> State:  # type: ignore[override]
         """Returns ``state`` plus the batch's mean-of-``fn`` contribution."""
         return merge_states(state, self.increment(y_true, y_pred, sample_weight))
+
+    def get_config(self) -> dict[str, Any]:
+        """Keras's config: ``name``, ``dtype``, ``fn`` (the function itself; Keras writes its
+        serialized form) and ``fn``'s keyword arguments."""
+        config = super().get_config()
+        if type(self) is MeanMetricWrapper:
+            config.update(self.kwargs)
+        return config
