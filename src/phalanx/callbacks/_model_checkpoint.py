@@ -8,6 +8,7 @@ from typing import Any
 
 from ..errors import CallbackArgumentError, WeightsFileError
 from ..io import _fs
+from ..saving._keras_model import require_h5py
 from . import _process
 from ._args import check_path
 from ._callback import Logs
@@ -115,6 +116,8 @@ class ModelCheckpoint(MonitorCallback):
         self.saves_keras_file = not self.save_weights_only and self.filepath.endswith(".keras")
         if self.save_weights_only:
             _check_weights_name(self.filepath, given)
+        if self.saves_keras_file or self.filepath.endswith(".weights.h5"):
+            require_h5py(f"ModelCheckpoint({self.filepath!r}) (a Keras file)")
         elif not self.saves_keras_file:  # refused now, not after the first epoch
             from ..checkpoint._io import as_path
 

@@ -51,15 +51,20 @@ from . import _keras_optimizer
 _MHA_PARTS = ("query_dense", "key_dense", "value_dense", "output_dense")
 
 
-def _h5py():
+def _h5py(needed_by: str = "Reading and writing Keras files"):
     try:
         import h5py
-    except ImportError:  # pragma: no cover - h5py ships with the keras extra
+    except ImportError:
         raise KerasFileError(
-            "Reading and writing Keras files needs h5py: pip install h5py "
-            "(or pip install 'phalanx[keras]')."
+            f"{needed_by} needs h5py: pip install h5py (or pip install 'phalanx[keras]')."
         ) from None
     return h5py
+
+
+def require_h5py(needed_by: str) -> None:
+    """Raises KerasFileError now, naming ``needed_by``, when h5py is not installed (so a
+    callback that would write a Keras file fails at its construction, not after an epoch)."""
+    _h5py(needed_by)
 
 
 def is_keras_weights(path: Any) -> bool:

@@ -368,7 +368,18 @@ class Trainer(StatelessMethods):
 
     # -- input --------------------------------------------------------------
 
-    def _adapter(self, x, y, sample_weight, *, batch_size, steps, shuffle, class_weight):
+    def _adapter(
+        self,
+        x,
+        y,
+        sample_weight,
+        *,
+        batch_size,
+        steps,
+        shuffle,
+        class_weight,
+        steps_name="steps_per_epoch",
+    ):
         return _adapter.make_adapter(
             self._strategy,
             x,
@@ -376,6 +387,7 @@ class Trainer(StatelessMethods):
             sample_weight,
             batch_size=batch_size,
             steps=steps,
+            steps_name=steps_name,
             shuffle=shuffle,
             class_weight=class_weight,
             steps_per_execution=self.steps_per_execution,
@@ -452,6 +464,7 @@ class Trainer(StatelessMethods):
                 steps=validation_steps,
                 shuffle=False,
                 class_weight=None,
+                steps_name="validation_steps",
             )
             self._check_targets(val, "validation_data")  # arrays: before any training
         cbs = self._callbacks(callbacks, verbose, epochs=epochs, steps=train.steps_per_epoch)
@@ -668,6 +681,7 @@ class Trainer(StatelessMethods):
             steps=steps,
             shuffle=False,
             class_weight=None,
+            steps_name="steps",
         )
         cbs = self._callbacks(callbacks, verbose, epochs=1, steps=adapter.steps_per_epoch)
         logs = self._evaluate_adapter(adapter, cbs, where="evaluate's x")
@@ -700,7 +714,14 @@ class Trainer(StatelessMethods):
         check_inputs(x, where="predict")
         self._require_compiled("predict")
         adapter = self._adapter(
-            x, None, None, batch_size=batch_size, steps=steps, shuffle=False, class_weight=None
+            x,
+            None,
+            None,
+            batch_size=batch_size,
+            steps=steps,
+            shuffle=False,
+            class_weight=None,
+            steps_name="steps",
         )
         cbs = self._callbacks(callbacks, verbose, epochs=1, steps=adapter.steps_per_epoch)
         cbs.on_predict_begin()

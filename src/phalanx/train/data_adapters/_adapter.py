@@ -64,12 +64,13 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from ...data import INFINITE_CARDINALITY, Dataset
 from ...data import _index_batches as fp
 from ...data import _structure as st
 from ...data._prefetch import background
 from ...distribute._placement import HostBuffer, host_array, put, put_resident
 from ...errors import BatchNotDivisibleError, FitInputError, MissingTargetsError
-from ._checks import check_batch_rows
+from ._checks import check_batch_rows, check_batched
 from ._read_ahead import NextEpoch
 
 RESIDENT_LIMIT_BYTES = 2 << 30
@@ -644,6 +645,7 @@ class IterableAdapter:
             return self._stack_indices(batches, first)
         batches = [b.base.gather(b.idx) if isinstance(b, _Indices) else b for b in batches]
         parts = [split_batch(_as_host(b)) for b in batches]
+        check_batched(parts, first)
         sizes = [_leading(p[0]) for p in parts]
         self._check_sizes(sizes)
         check_batch_rows(parts, sizes, first)
@@ -880,6 +882,7 @@ def make_adapter(
     class_weight,
     steps_per_execution: int,
     seed: int,
+    steps_name: str = "steps_per_epoch",
 ):
     """The adapter for what ``fit``/``evaluate``/``predict`` were given (Keras's rules).
 
@@ -919,6 +922,8 @@ def make_adapter(
         )
     # batch_size with a dataset or generator is ignored, as Keras 3 does (its
     # get_data_adapter): the batches are the input's own (issue 13).
+    if steps is None:
+        _check_finite(x, steps_name)
     iterable, process_local = _process_input(strategy, x)
     return IterableAdapter(
         iterable,
@@ -928,6 +933,18 @@ def make_adapter(
         steps=steps,
         class_weight=class_weight,
     )
+
+
+def _check_finite(x, steps_name: str) -> None:
+    """An endless dataset needs a step count, as tf.keras: else an epoch never ends (and
+    with ``verbose=0`` nothing says so)."""
+    if isinstance(x, Dataset) and int(x.cardinality()) == INFINITE_CARDINALITY:
+        raise FitInputError(
+            f"The dataset repeats forever (cardinality() is INFINITE_CARDINALITY, e.g. after "
+            f".repeat()), so an epoch would never end: pass {steps_name}=N, the number of "
+            f"batches per epoch (e.g. the dataset's size divided by the batch size), or "
+            f"remove the .repeat()."
+        )
 
 
 def _default_batch_size(x, y, sample_weight, steps) -> int:

@@ -142,6 +142,21 @@ def _check_lengths(x: Any, y: Any, sample_weight: Any, where: str) -> None:
         )
 
 
+def check_batched(parts: list, first: int) -> None:
+    """Raises ``FitInputError`` when a streamed batch has a rank-0 part: the input yields
+    single examples (a ``Dataset`` never batched), each misread as a batch."""
+    for i, part in enumerate(parts):
+        for name, value in zip(("x", "y", "sample_weight"), part, strict=True):
+            shapes = [np.shape(leaf) for leaf in jax.tree.leaves(value)]
+            if () in shapes:
+                raise FitInputError(
+                    f"Batch {first + i} of the input is a single example, not a batch: its "
+                    f"{name} has shapes {shapes}, and a batch's parts have a leading axis of "
+                    "examples. Batch the dataset: dataset.batch(32) (after shuffle, before "
+                    "prefetch); a generator yields whole batches."
+                )
+
+
 def check_batch_rows(parts: list, sizes: list[int], first: int) -> None:
     """Raises ``FitInputError`` unless each streamed batch's y and sample_weight match its x.
 
