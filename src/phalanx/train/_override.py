@@ -435,6 +435,13 @@ class OverrideProgram:
         full = 0
         while full < ex.steps and ex.sizes[full] == width:
             full += 1
+        if full < ex.steps and jax.process_count() > 1:
+            raise StepOverrideError(
+                f"An overridden {self.kind} step got a batch of {ex.sizes[full]} examples where "
+                f"the program takes {width}: with several processes, an override needs whole "
+                "batches. Give a batch size that divides the data and the replicas, or batch "
+                "the dataset with drop_remainder=True."
+            )
         logs, outputs = None, []
         parts = [(xs, full)] if full else []
         for i in range(full, ex.steps):

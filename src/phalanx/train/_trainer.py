@@ -572,8 +572,9 @@ class Trainer(StatelessMethods):
 
     def _restored_logs(self, resume) -> dict:
         """The epoch's logs from the restored metric accumulators (a resumed epoch that has
-        no step left); the saved logs while the model is not built yet."""
-        if self._state is None:
+        no step left); the saved logs while the model is not built yet, or when an
+        overridden step made them (its logs are its own, not the accumulators')."""
+        if self._state is None or self._overrides:
             return dict(resume.logs or {})
         results = jax.jit(functools.partial(_step.results, self._step_config))
         return self._fetch_logs(None, results(self._state))
