@@ -222,6 +222,11 @@ def test_guide_sample_weight_and_test_step_equal_keras():
     p, k = _pair(GuideTrainStep, GuideTestStep)
     _compile(p, k, loss="mse", metrics=["mae"])
     val = (X[:32], Y[:32])
+    # First without sample weights (data is (x, y)), then with them ((x, y, sample_weight)):
+    # each form gets its own program.
+    kh = k.fit(X, Y, epochs=1, batch_size=16, shuffle=False, verbose=0)
+    ph = p.fit(X, Y, epochs=1, batch_size=16, shuffle=False, verbose=0)
+    _assert_same(ph, kh, p, k)
     kw = dict(sample_weight=SW, epochs=2, batch_size=16, shuffle=False, verbose=0)
     kh = k.fit(X, Y, validation_data=val, **kw)
     ph = p.fit(X, Y, validation_data=val, **kw)

@@ -346,9 +346,9 @@ class Trainer(StatelessMethods):
         step = {"train": "train_step", "eval": "test_step", "predict": "predict_step"}[kind]
         custom = _override.overridden(self, step) is not None
         if custom or (self._overrides and kind != "predict"):
-            key = (kind, "override")
+            form = _override.data_form(adapter)  # what `data` holds: one program each
+            key = (kind, "override", form)
             if key not in self._programs:
-                form = _override.data_form(adapter)
                 self._programs[key] = _override.OverrideProgram(kind, self, self._strategy, form)
             return self._programs[key]
         key = (kind, resident)
