@@ -26,6 +26,7 @@ PACKAGES = [
     "phalanx.checkpoint",
     "phalanx.callbacks",
     "phalanx.layers",
+    "phalanx.initializers",
     "phalanx.models",
     "phalanx.losses",
     "phalanx.metrics",

@@ -13,6 +13,7 @@ from . import data as data
 from . import datasets as datasets
 from . import distribute as distribute
 from . import errors as errors
+from . import initializers as initializers
 from . import layers as layers
 from . import losses as losses
 from . import metrics as metrics
@@ -82,6 +83,7 @@ __all__ = [
     "metrics",
     "models",
     "optimizers",
+    "initializers",
     "regularizers",
     "scale_regularization_loss",
     "utils",

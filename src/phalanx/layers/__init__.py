@@ -8,11 +8,14 @@ learns its input shape (``build``). Stack them in :class:`phalanx.train.Sequenti
 from ._activation_layers import ELU as ELU
 from ._activation_layers import LeakyReLU as LeakyReLU
 from ._activation_layers import Permute as Permute
+from ._activation_layers import PReLU as PReLU
 from ._activation_layers import ReLU as ReLU
 from ._activation_layers import RepeatVector as RepeatVector
 from ._activation_layers import Softmax as Softmax
 from ._activations import get as get_activation
 from ._attention import MultiHeadAttention as MultiHeadAttention
+from ._conv_transpose import Conv1DTranspose as Conv1DTranspose
+from ._conv_transpose import Conv2DTranspose as Conv2DTranspose
 from ._convolutional import Conv1D as Conv1D
 from ._convolutional import Conv2D as Conv2D
 from ._core import Activation as Activation
@@ -20,7 +23,12 @@ from ._core import Dense as Dense
 from ._core import Embedding as Embedding
 from ._core import Input as Input
 from ._core import InputLayer as InputLayer
+from ._core import Lambda as Lambda
 from ._core import Masking as Masking
+from ._depthwise_separable import DepthwiseConv1D as DepthwiseConv1D
+from ._depthwise_separable import DepthwiseConv2D as DepthwiseConv2D
+from ._depthwise_separable import SeparableConv1D as SeparableConv1D
+from ._depthwise_separable import SeparableConv2D as SeparableConv2D
 from ._layer import Layer as Layer
 from ._merging import Add as Add
 from ._merging import Average as Average
@@ -30,13 +38,27 @@ from ._merging import Minimum as Minimum
 from ._merging import Multiply as Multiply
 from ._merging import Subtract as Subtract
 from ._normalization import BatchNormalization as BatchNormalization
+from ._normalization import GroupNormalization as GroupNormalization
 from ._normalization import LayerNormalization as LayerNormalization
+from ._normalization import RMSNormalization as RMSNormalization
+from ._normalization import UnitNormalization as UnitNormalization
+from ._pooling import AveragePooling1D as AveragePooling1D
 from ._pooling import AveragePooling2D as AveragePooling2D
+from ._pooling import AveragePooling3D as AveragePooling3D
 from ._pooling import GlobalAveragePooling1D as GlobalAveragePooling1D
 from ._pooling import GlobalAveragePooling2D as GlobalAveragePooling2D
+from ._pooling import GlobalAveragePooling3D as GlobalAveragePooling3D
 from ._pooling import GlobalMaxPooling1D as GlobalMaxPooling1D
 from ._pooling import GlobalMaxPooling2D as GlobalMaxPooling2D
+from ._pooling import GlobalMaxPooling3D as GlobalMaxPooling3D
+from ._pooling import MaxPooling1D as MaxPooling1D
 from ._pooling import MaxPooling2D as MaxPooling2D
+from ._pooling import MaxPooling3D as MaxPooling3D
+from ._preprocessing import CategoryEncoding as CategoryEncoding
+from ._preprocessing import CenterCrop as CenterCrop
+from ._preprocessing import Normalization as Normalization
+from ._preprocessing import Rescaling as Rescaling
+from ._preprocessing import Resizing as Resizing
 from ._recurrent import GRU as GRU
 from ._recurrent import LSTM as LSTM
 from ._recurrent import RNN as RNN
@@ -45,20 +67,34 @@ from ._recurrent import SimpleRNN as SimpleRNN
 from ._recurrent_cells import GRUCell as GRUCell
 from ._recurrent_cells import LSTMCell as LSTMCell
 from ._recurrent_cells import SimpleRNNCell as SimpleRNNCell
+from ._regularization import ActivityRegularization as ActivityRegularization
+from ._regularization import AlphaDropout as AlphaDropout
 from ._regularization import Dropout as Dropout
 from ._regularization import GaussianDropout as GaussianDropout
 from ._regularization import GaussianNoise as GaussianNoise
 from ._regularization import SpatialDropout1D as SpatialDropout1D
 from ._regularization import SpatialDropout2D as SpatialDropout2D
+from ._reshaping import Cropping1D as Cropping1D
+from ._reshaping import Cropping2D as Cropping2D
 from ._reshaping import Flatten as Flatten
 from ._reshaping import Reshape as Reshape
+from ._reshaping import UpSampling1D as UpSampling1D
+from ._reshaping import UpSampling2D as UpSampling2D
 from ._reshaping import ZeroPadding1D as ZeroPadding1D
 from ._reshaping import ZeroPadding2D as ZeroPadding2D
 
 # Keras's other names for the same classes (keras.layers.MaxPool2D is MaxPooling2D).
+AvgPool1D = AveragePooling1D
 AvgPool2D = AveragePooling2D
+AvgPool3D = AveragePooling3D
 Convolution1D = Conv1D
 Convolution2D = Conv2D
+Convolution1DTranspose = Conv1DTranspose
+Convolution2DTranspose = Conv2DTranspose
+GlobalAvgPool3D = GlobalAveragePooling3D
+GlobalMaxPool3D = GlobalMaxPooling3D
+MaxPool1D = MaxPooling1D
+MaxPool3D = MaxPooling3D
 GlobalAvgPool1D = GlobalAveragePooling1D
 GlobalAvgPool2D = GlobalAveragePooling2D
 GlobalMaxPool1D = GlobalMaxPooling1D
@@ -66,60 +102,96 @@ GlobalMaxPool2D = GlobalMaxPooling2D
 MaxPool2D = MaxPooling2D
 
 __all__ = [
-    "ELU",
-    "LeakyReLU",
-    "Permute",
-    "ReLU",
-    "RepeatVector",
-    "Softmax",
-    "Bidirectional",
-    "GRU",
-    "GRUCell",
-    "LSTM",
-    "LSTMCell",
-    "Masking",
-    "RNN",
-    "SimpleRNN",
-    "SimpleRNNCell",
     "Activation",
+    "ActivityRegularization",
     "Add",
+    "AlphaDropout",
     "Average",
+    "AveragePooling1D",
     "AveragePooling2D",
+    "AveragePooling3D",
+    "AvgPool1D",
     "AvgPool2D",
-    "Convolution1D",
-    "Convolution2D",
-    "GlobalAvgPool1D",
-    "GlobalAvgPool2D",
-    "GlobalMaxPool1D",
-    "GlobalMaxPool2D",
-    "MaxPool2D",
+    "AvgPool3D",
     "BatchNormalization",
+    "Bidirectional",
+    "CategoryEncoding",
+    "CenterCrop",
     "Concatenate",
     "Conv1D",
+    "Conv1DTranspose",
     "Conv2D",
+    "Conv2DTranspose",
+    "Convolution1D",
+    "Convolution1DTranspose",
+    "Convolution2D",
+    "Convolution2DTranspose",
+    "Cropping1D",
+    "Cropping2D",
     "Dense",
+    "DepthwiseConv1D",
+    "DepthwiseConv2D",
     "Dropout",
+    "ELU",
     "Embedding",
     "Flatten",
+    "GRU",
+    "GRUCell",
     "GaussianDropout",
     "GaussianNoise",
     "GlobalAveragePooling1D",
     "GlobalAveragePooling2D",
+    "GlobalAveragePooling3D",
+    "GlobalAvgPool1D",
+    "GlobalAvgPool2D",
+    "GlobalAvgPool3D",
+    "GlobalMaxPool1D",
+    "GlobalMaxPool2D",
+    "GlobalMaxPool3D",
     "GlobalMaxPooling1D",
     "GlobalMaxPooling2D",
+    "GlobalMaxPooling3D",
+    "GroupNormalization",
     "Input",
     "InputLayer",
+    "LSTM",
+    "LSTMCell",
+    "Lambda",
     "Layer",
     "LayerNormalization",
+    "LeakyReLU",
+    "Masking",
+    "MaxPool1D",
+    "MaxPool2D",
+    "MaxPool3D",
+    "MaxPooling1D",
     "MaxPooling2D",
+    "MaxPooling3D",
     "Maximum",
     "Minimum",
     "MultiHeadAttention",
     "Multiply",
+    "Normalization",
+    "PReLU",
+    "Permute",
+    "RMSNormalization",
+    "RNN",
+    "ReLU",
+    "RepeatVector",
+    "Rescaling",
     "Reshape",
+    "Resizing",
+    "SeparableConv1D",
+    "SeparableConv2D",
+    "SimpleRNN",
+    "SimpleRNNCell",
+    "Softmax",
     "SpatialDropout1D",
     "SpatialDropout2D",
     "Subtract",
+    "UnitNormalization",
+    "UpSampling1D",
+    "UpSampling2D",
     "ZeroPadding1D",
     "ZeroPadding2D",
     "get_activation",

@@ -1,4 +1,4 @@
-"""Keras 3's activation layers (``keras.layers.ReLU``, ``LeakyReLU``, ``ELU``, ``Softmax``) and
+"""Keras 3's activation layers (``keras.layers.ReLU``, ``LeakyReLU``, ``ELU``, ``Softmax``, ``PReLU``) and
 the two small reshaping layers ``RepeatVector`` and ``Permute``.
 
 Arguments, defaults and numerics are Keras 3's: ``ReLU(max_value, negative_slope,
@@ -16,7 +16,8 @@ import jax
 import jax.numpy as jnp
 
 from ..errors import LayerArgumentError
-from . import _args
+from ..regularizers import _regularizers
+from . import _args, _initializers
 from ._layer import Layer, Shape
 
 
@@ -222,3 +223,80 @@ class Permute(Layer):
 
     def call(self, x, *, training, rngs):
         return jnp.transpose(x, (0, *self.dims))
+
+
+class PReLU(Layer):
+    """Keras's ``PReLU``: ``max(x, 0) - alpha * max(-x, 0)`` with a learned ``alpha``.
+
+    ``alpha`` has the shape of one example, with size 1 on ``shared_axes``
+    (axes counted with the batch axis as 0, as Keras).
+
+    Args:
+      alpha_initializer: default ``"zeros"``.
+      alpha_regularizer: a penalty on ``alpha``.
+      alpha_constraint: not supported (raises).
+      shared_axes: an int or a list of the axes sharing one ``alpha`` (e.g. ``[1, 2]``
+        for one per channel of an image).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> PReLU()(jnp.array([[-1.0, 2.0]])).tolist()
+      [[0.0, 2.0]]
+    """
+
+    supports_masking = True
+
+    def __init__(
+        self,
+        alpha_initializer: Any = "zeros",
+        alpha_regularizer: Any = None,
+        alpha_constraint: Any = None,
+        shared_axes: Any = None,
+        *,
+        name: str | None = None,
+        input_shape: Any = None,
+        dtype: Any = None,
+    ):
+        super().__init__(name=name, input_shape=input_shape, dtype=dtype)
+        if alpha_constraint is not None:
+            raise LayerArgumentError(
+                f"PReLU: alpha_constraint={alpha_constraint!r} is not supported by phalanx."
+            )
+        _initializers.get(alpha_initializer)
+        self.alpha_initializer = alpha_initializer
+        self.alpha_regularizer = _regularizers.get(alpha_regularizer)
+        if shared_axes is None:
+            self.shared_axes = None
+        else:
+            axes = tuple(shared_axes) if isinstance(shared_axes, list | tuple) else (shared_axes,)
+            if not all(isinstance(a, int) and not isinstance(a, bool) and a >= 1 for a in axes):
+                raise LayerArgumentError(
+                    f"PReLU shared_axes must be ints >= 1 (axis 0 is the batch), got "
+                    f"{shared_axes!r}; e.g. shared_axes=[1, 2]."
+                )
+            self.shared_axes = axes
+
+    def _check_input_shape(self, input_shape) -> None:
+        for axis in self.shared_axes or ():
+            if axis > len(input_shape):
+                raise self._error(
+                    f"has shared_axes={list(self.shared_axes)}, but its inputs have rank "
+                    f"{len(input_shape) + 1}."
+                )
+
+    def build(self, input_shape):
+        shape = list(input_shape[1:])
+        for axis in self.shared_axes or ():
+            shape[axis - 1] = 1
+        self._require_known(tuple(shape), range(len(shape)), "shape (alpha has one per entry)")
+        self.alpha = self.add_weight(
+            shape=tuple(shape),
+            initializer=self.alpha_initializer,
+            regularizer=self.alpha_regularizer,
+            name="alpha",
+        )
+
+    def call(self, x, *, training, rngs):
+        x = self._cast(x)
+        alpha = jnp.asarray(self.alpha, x.dtype)
+        return jax.nn.relu(x) - alpha * jax.nn.relu(-x)

@@ -100,3 +100,15 @@ def keep_kernel_arguments(
     layer.kernel_regularizer = _regularizers.get(kernel_regularizer)
     layer.bias_regularizer = _regularizers.get(bias_regularizer)
     layer.activity_regularizer = _regularizers.get(activity_regularizer)
+
+
+def refuse_constraints(layer: str, **constraints: Any) -> None:
+    """Keras's ``*_constraint=`` arguments: phalanx applies no constraint after an optimizer
+    step, so a constraint given is refused, naming itself (None is accepted)."""
+    for key, value in constraints.items():
+        if value is not None:
+            raise LayerArgumentError(
+                f"{layer}: {key}={value!r} is not supported by phalanx (weight constraints are "
+                "not applied after optimizer steps); leave it None, or project the weight "
+                "yourself after fit (layer.kernel.assign(...))."
+            )

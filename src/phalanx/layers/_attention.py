@@ -223,10 +223,10 @@ class MultiHeadAttention(Layer):
         for projection in (query, key, value, out):
             projection.kernel_regularizer = self.kernel_regularizer
             projection.bias_regularizer = self.bias_regularizer
-        query.build(q, rngs)
-        key.build(k, rngs)
-        value.build(v, rngs)
-        out.build((q[0], heads, self.value_dim), rngs)
+        query._build_example(q, rngs)
+        key._build_example(k, rngs)
+        value._build_example(v, rngs)
+        out._build_example((q[0], heads, self.value_dim), rngs)
         self.projections = nnx.List([query, key, value, out])
 
     # -- calling ---------------------------------------------------------------------

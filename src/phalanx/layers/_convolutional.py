@@ -121,6 +121,8 @@ class Conv(Layer):
       kernel_regularizer: a penalty on the kernel (``"l2"``, ``L2(0.01)``, ...).
       bias_regularizer: a penalty on the bias.
       activity_regularizer: a penalty on the layer's output, divided by the batch size.
+      kernel_constraint: not supported (raises when given).
+      bias_constraint: not supported (raises when given).
       name: the layer's name.
       input_shape: the per-example input shape ``(*spatial, channels)``.
       dtype: the computation dtype; parameters are float32.
@@ -158,6 +160,8 @@ class Conv(Layer):
         kernel_regularizer: Any = None,
         bias_regularizer: Any = None,
         activity_regularizer: Any = None,
+        kernel_constraint: Any = None,
+        bias_constraint: Any = None,
         *,
         name: str | None = None,
         input_shape: Any = None,
@@ -165,6 +169,9 @@ class Conv(Layer):
     ):
         super().__init__(name=name, input_shape=input_shape, dtype=dtype)
         layer = type(self).__name__
+        _layer_args.refuse_constraints(
+            layer, kernel_constraint=kernel_constraint, bias_constraint=bias_constraint
+        )
         check_data_format(data_format, self._data_format_hint)
         self.filters = positive_int(layer, "filters", filters, f"{layer}(32, 3)")
         self.kernel_size = self._store(spatial_tuple(layer, kernel_size, "kernel_size", self.rank))

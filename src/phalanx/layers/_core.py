@@ -106,6 +106,8 @@ class Dense(Layer):
         ``"l2"``, ...); its value is in ``losses`` and ``fit`` adds it to the loss.
       bias_regularizer: a penalty on the bias.
       activity_regularizer: a penalty on the layer's output, divided by the batch size.
+      kernel_constraint: not supported (raises when given).
+      bias_constraint: not supported (raises when given).
       name: the layer's name.
       input_shape: the per-example input shape, on a network's first layer.
       dtype: the computation dtype; parameters are float32.
@@ -137,12 +139,17 @@ class Dense(Layer):
         kernel_regularizer: Any = None,
         bias_regularizer: Any = None,
         activity_regularizer: Any = None,
+        kernel_constraint: Any = None,
+        bias_constraint: Any = None,
         *,
         name: str | None = None,
         input_shape: Any = None,
         dtype: Any = None,
     ):
         super().__init__(name=name, input_shape=input_shape, dtype=dtype)
+        _layer_args.refuse_constraints(
+            "Dense", kernel_constraint=kernel_constraint, bias_constraint=bias_constraint
+        )
         self.units = positive_int("Dense", "units", units, "Dense(128)")
         _layer_args.keep_kernel_arguments(
             self,
@@ -248,12 +255,14 @@ class Embedding(Layer):
         embeddings_initializer: Any = "uniform",
         embeddings_regularizer: Any = None,
         activity_regularizer: Any = None,
+        embeddings_constraint: Any = None,
         *,
         name: str | None = None,
         input_shape: Any = None,
         input_length: int | None = None,
         mask_zero: bool = False,
     ):
+        _layer_args.refuse_constraints("Embedding", embeddings_constraint=embeddings_constraint)
         if input_shape is None and input_length is not None:
             input_shape = (
                 positive_int(
@@ -327,3 +336,95 @@ class Masking(Layer):
     def call(self, x, *, training, rngs):
         keep = self.compute_mask(x)[..., None]
         return x * keep.astype(x.dtype)
+
+
+class Lambda(Layer):
+    """Keras's ``Lambda``: wraps a function of the inputs as a layer (in-process only).
+
+    ``function(inputs, **arguments)``, also given ``mask=`` and ``training=`` when
+    it declares them. Its config holds the function object itself: a model with
+    a ``Lambda`` is not written to a file (Keras serializes bytecode; phalanx
+    refuses rather than load code from a file).
+
+    Args:
+      function: the function.
+      output_shape: the per-example output shape (no batch axis), a function of
+        Keras's input shape, or None to trace ``function`` (``jax.eval_shape``).
+      mask: a mask or ``fn(inputs, mask)`` giving the output mask (None: no mask).
+      arguments: keyword arguments given to ``function``.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> Lambda(lambda x: x * 2)(jnp.array([[1.0, 2.0]])).tolist()
+      [[2.0, 4.0]]
+    """
+
+    def __init__(
+        self,
+        function: Any,
+        output_shape: Any = None,
+        mask: Any = None,
+        arguments: dict | None = None,
+        *,
+        name: str | None = None,
+        input_shape: Any = None,
+    ):
+        import inspect
+
+        super().__init__(name=name, input_shape=input_shape)
+        if not callable(function):
+            raise TypeError(
+                f"Lambda needs a function, got {type(function).__name__} {function!r}; "
+                "e.g. Lambda(lambda x: x * 2)."
+            )
+        self.function = function
+        self.arguments = dict(arguments or {})
+        self.mask = mask
+        self.supports_masking = mask is not None
+        self.lambda_output_shape = output_shape
+        try:
+            params = inspect.signature(function).parameters
+        except (TypeError, ValueError):
+            params = {}
+        self._takes = tuple(n for n in ("mask", "training") if n in params)
+
+    def compute_output_shape(self, input_shape: Shape) -> Any:
+        import jax
+
+        given = self.lambda_output_shape
+        if callable(given):
+            out = given((None, *input_shape))
+            return tuple(out)[1:]
+        if given is not None:
+            return tuple(given)
+        spec = jax.ShapeDtypeStruct((1, *(1 if d is None else d for d in input_shape)), "float32")
+        out = jax.eval_shape(lambda x: self.function(x, **self._options(None, False)), spec)
+        shapes = [tuple(o.shape[1:]) for o in jax.tree.leaves(out)]
+        return shapes if isinstance(out, list | tuple) else shapes[0]
+
+    def _options(self, mask: Any, training: bool) -> dict:
+        options = dict(self.arguments)
+        if "mask" in self._takes:
+            options["mask"] = mask
+        if "training" in self._takes:
+            options["training"] = training
+        return options
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """The ``mask`` argument: called with ``(inputs, mask)`` when it is a function."""
+        return self.mask(inputs, mask) if callable(self.mask) else self.mask
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.pop("lambda_output_shape", None)
+        config.pop("supports_masking", None)
+        config.update(
+            function=self.function,
+            output_shape=self.lambda_output_shape,
+            mask=self.mask,
+            arguments=dict(self.arguments),
+        )
+        return config
+
+    def call(self, x, *, training, rngs, mask=None):
+        return self.function(x, **self._options(mask, training))

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from jax.nn import initializers as jinit
 
 from ..errors import LayerArgumentError, UnknownNameError
+from ..initializers import _initializers as keras_initializers
 
 Initializer = Callable[..., object]
 
@@ -49,7 +50,8 @@ def get(identifier: str | Initializer) -> Initializer:
 
     Args:
       identifier: a Keras initializer name (``"glorot_uniform"``, ``"zeros"``,
-        ``"he_normal"``, ...) or such a function.
+        ``"he_normal"``, ``"GlorotUniform"``, ...), a ``phalanx.initializers``
+        object or config dict, or such a function.
 
     Returns:
       The initializer function.
@@ -61,6 +63,12 @@ def get(identifier: str | Initializer) -> Initializer:
         return identifier
     if isinstance(identifier, str) and identifier.lower() in _INITIALIZERS:
         return _INITIALIZERS[identifier.lower()]()
+    if isinstance(identifier, dict) or (
+        isinstance(identifier, str) and identifier.lower() in keras_initializers._ALIASES
+    ):
+        return keras_initializers.get(identifier)  # Keras's class names and configs
+    if isinstance(identifier, str) and identifier in keras_initializers._CLASSES:
+        return keras_initializers.get(identifier)
     if not isinstance(identifier, str):
         raise LayerArgumentError(
             f"Cannot use {type(identifier).__name__} {identifier!r} as an initializer: give a "

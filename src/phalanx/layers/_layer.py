@@ -7,9 +7,17 @@ attributes and, once ``build(input_shape, rngs)`` is called, the nnx module(s)
 that do the work as children. After ``build`` it is an ordinary nnx graph
 node: ``nnx.split``/``nnx.merge``/``nnx.state`` see its parameters.
 
-Shapes given to and returned by ``build`` and ``compute_output_shape`` are per
-example, without the batch axis, as Keras's ``input_shape=`` argument; a
-``None`` entry is a size known only at call time (a sequence length).
+Shapes phalanx's layers use internally (``_build``, ``compute_output_shape``,
+``output_shape``) are per example, without the batch axis, as Keras's
+``input_shape=`` argument; a ``None`` entry is a size known only at call time.
+``build`` also takes Keras's shape with the batch axis (a leading None).
+
+A layer of one's own is written as Keras's (:mod:`phalanx.layers._keras_protocol`):
+``build(self, input_shape)`` receives the shape with the batch axis and creates
+weights with ``add_weight``; ``call(self, inputs, training=None, mask=None)`` is
+given only the options it declares; ``add_loss`` adds to the loss of the call;
+its output shape comes from running ``call`` (or its ``compute_output_shape``,
+written with the batch axis).
 
 Layers are built eagerly, outside ``jit``: a layer called on a traced array
 before it is built raises :class:`~phalanx.errors.NotBuiltError`. A built
@@ -53,6 +61,17 @@ from ..errors import LayerArgumentError, LayerShapeError, NotBuiltError
 from ..mixed_precision import _policy as _mixed_precision
 from ..regularizers._regularizers import Regularized
 from . import _activations
+from ._keras_protocol import (
+    _BUILDING,
+    _CALLS,
+    _call_options,
+    _keras_build_entry,
+    _keras_output_shape,
+    _per_example,
+    _traced_output_shape,
+    _traces_output_shape,
+    _with_batch,
+)
 
 Shape = tuple[int | None, ...]
 
@@ -161,6 +180,30 @@ class Layer(Regularized, nnx.Module):
     #: True for a model used as a layer (``phalanx.models``' nested models): the layer's
     #: weights are another model's, which the Keras file writers refuse by this flag.
     wraps_model = False
+    #: The ``build`` of a layer of one's own (Keras's ``build(input_shape)`` with the batch
+    #: axis, creating weights with ``add_weight``), or None for phalanx's layers (``_build``).
+    _keras_build = None
+    #: Which of ``training``, ``mask``, ``rngs`` the class's ``call`` accepts (Keras passes
+    #: ``training=``/``mask=`` only to a ``call`` that declares them).
+    _call_options: frozenset = frozenset(("training", "rngs"))
+
+    #: False for a layer of one's own (``call`` or ``build`` outside phalanx): its input
+    #: shapes are not checked (as Keras without an ``input_spec``) and its shapes are Keras's.
+    _phalanx_layer = True
+
+    def __init_subclass__(cls, **kwargs: Any):
+        super().__init_subclass__(**kwargs)
+        own = not cls.__module__.startswith("phalanx.")
+        if own and ("call" in cls.__dict__ or "build" in cls.__dict__):
+            cls._phalanx_layer = False
+        if own and "compute_output_shape" in cls.__dict__:
+            cls.compute_output_shape = _keras_output_shape(cls.__dict__["compute_output_shape"])
+        own_build = cls.__dict__.get("build")
+        if own_build is not None and not getattr(own_build, "_phalanx_build", False):
+            cls._keras_build = own_build
+            cls.build = _keras_build_entry(own_build)
+        if "call" in cls.__dict__:
+            cls._call_options = _call_options(cls.__dict__["call"])
 
     def __init__(self, *, name: str | None = None, input_shape: Any = None, dtype: Any = None):
         self.name = name
@@ -195,8 +238,16 @@ class Layer(Regularized, nnx.Module):
 
     # -- what subclasses implement ----------------------------------------------------
     def compute_output_shape(self, input_shape: Shape) -> Shape:
-        """Returns the per-example output shape for a per-example input shape."""
-        return tuple(input_shape)
+        """Returns the per-example output shape for a per-example input shape.
+
+        A layer of one's own (``call`` overridden, no ``compute_output_shape``) is
+        traced abstractly (``jax.eval_shape``) on an input of that shape, built first.
+        """
+        if not _traces_output_shape(self):
+            return tuple(input_shape)
+        if not self.built:
+            self._build_example(input_shape)
+        return _traced_output_shape(self, input_shape)
 
     def _check_input_shape(self, input_shape: Shape) -> None:
         """Raises :class:`LayerShapeError` when the layer cannot take ``input_shape``."""
@@ -244,11 +295,14 @@ class Layer(Regularized, nnx.Module):
             )
 
     def build(self, input_shape: Any, rngs: nnx.Rngs | int | None = None) -> Shape:
-        """Creates the layer's weights for a per-example ``input_shape``.
+        """Creates the layer's weights for ``input_shape``, as Keras's ``build``.
 
         Args:
-          input_shape: the shape of one example (without the batch axis); a
-            list of shapes for layers taking several inputs (``Add``, ...).
+          input_shape: Keras's shape with the batch axis first (``(None, 784)``:
+            a leading None is the batch axis), or the shape of one example
+            (``(784,)``); a list of shapes for layers taking several inputs
+            (``Add``, ...). A layer of one's own that overrides ``build`` always
+            receives (and is given) Keras's shape with the batch axis.
           rngs: an ``nnx.Rngs`` (its ``params`` stream initializes the weights),
             an int seed, or None for seed 0 (drawn from
             ``phalanx.utils.set_random_seed``'s stream once it was called).
@@ -259,16 +313,35 @@ class Layer(Regularized, nnx.Module):
         Raises:
           LayerShapeError: the layer cannot take inputs of this shape.
         """
-        shape = self._normalize_input_shape(input_shape)
+        if _BUILDING.active(self):  # super().build(input_shape) in a subclass's build
+            if type(self)._build is not Layer._build:  # a phalanx parent's weights
+                shape = _per_example(self._normalize_input_shape(input_shape), always=True)
+                self._build(shape, _BUILDING.rngs(self))
+            return None
+        return self._build_example(_per_example(self._normalize_input_shape(input_shape)), rngs)
+
+    def _build_example(
+        self, shape: Any, rngs: nnx.Rngs | int | None = None, batch=None, *, calling=False
+    ) -> Shape:
+        """Builds for the per-example ``shape`` (what networks call; ``batch``: the known size).
+
+        ``calling``: built by a call, which gives a layer of one's own its output shape.
+        """
         if self.name is None:
             self.name = snake_case(type(self).__name__)
         self._check_input_shape(shape)
         if not isinstance(rngs, nnx.Rngs):
             rngs = nnx.Rngs(model_seed() if rngs is None else rngs)
-        self._build(shape, rngs)
+        if self._keras_build is not None:
+            with _BUILDING.building(self, rngs):
+                type(self)._keras_build(self, _with_batch(shape, batch))
+        else:
+            self._build(shape, rngs)
         self.built_input_shape = shape
-        self.output_shape = self._normalize_output_shape(self.compute_output_shape(shape))
         self.built = True
+        if calling and _traces_output_shape(self):
+            return None  # __call__ sets it from the output
+        self.output_shape = self._normalize_output_shape(self.compute_output_shape(shape))
         return self.output_shape
 
     def _normalize_input_shape(self, input_shape: Any) -> Any:
@@ -292,7 +365,12 @@ class Layer(Regularized, nnx.Module):
         return self._input_shape_of(x)
 
     def check_input(self, x: Any) -> None:
-        """Raises :class:`LayerShapeError` when a batch ``x`` does not fit the built layer."""
+        """Raises :class:`LayerShapeError` when a batch ``x`` does not fit the built layer.
+
+        A layer of one's own is not checked (as Keras without an ``input_spec``).
+        """
+        if not getattr(self, "_phalanx_layer", False) or not hasattr(x, "shape"):
+            return
         received = tuple(x.shape[1:])
         if not shapes_match(self.built_input_shape, received):
             raise self._error(
@@ -327,7 +405,7 @@ class Layer(Regularized, nnx.Module):
         if _symbolic.any_symbolic((x, args, kwargs)):
             return _symbolic.call_symbolic(self, x, args, kwargs, training=training)
         if not self.built:
-            weightless = type(self)._build is Layer._build  # safe to build under a trace
+            weightless = type(self)._build is Layer._build and self._keras_build is None
             if not weightless and any(_is_traced(a) for a in jax.tree.leaves(x)):
                 raise NotBuiltError(
                     f"Layer '{self.name or snake_case(type(self).__name__)}' "
@@ -336,15 +414,31 @@ class Layer(Regularized, nnx.Module):
                     "before jit."
                 )
             x = jax.tree.map(lambda a: a if _is_traced(a) else jnp.asarray(a), x)
-            self.build(
+            leaves = jax.tree.leaves(x)
+            self._build_example(
                 self._build_shapes(x, *args, **kwargs),
                 _RANDOM.build_rngs[-1] if _RANDOM.build_rngs else None,
+                batch=leaves[0].shape[0] if leaves and jnp.ndim(leaves[0]) else None,
+                calling=True,
             )
         self.check_input(x)
-        training = bool(training)
+        training = _CALLS.training() if training is None else bool(training)
         if rngs is None and training and self.uses_rng:
             rngs = context_key(self)
-        return self._record_activity(self.call(x, *args, training=training, rngs=rngs, **kwargs))
+        options = self._call_options
+        if "training" in options:
+            kwargs["training"] = training
+        if "rngs" in options:
+            kwargs["rngs"] = rngs
+        if "mask" in kwargs and "mask" not in options:
+            kwargs.pop("mask")  # Keras gives a mask only to a call that takes one
+        with _CALLS.calling(self, training, x):
+            out = self.call(x, *args, **kwargs)
+            out = self._record_activity(out, _CALLS.added_losses(self))
+        if self.output_shape is None:  # a layer of one's own, built by this call
+            shapes = [tuple(np.shape(o)[1:]) for o in jax.tree.leaves(out)]
+            self.output_shape = shapes if isinstance(out, list | tuple) else shapes[0]
+        return out
 
     #: True for layers that draw random numbers in training (``Dropout``).
     uses_rng = False
@@ -356,6 +450,93 @@ class Layer(Regularized, nnx.Module):
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         """Keras's ``compute_mask``: the mask of the output (the input's, by default)."""
         return mask if self.supports_masking else None
+
+    # -- weights and losses of a layer of one's own ------------------------------------
+    def add_weight(
+        self,
+        shape: Any = None,
+        initializer: Any = None,
+        dtype: Any = None,
+        trainable: bool = True,
+        autocast: bool = True,
+        regularizer: Any = None,
+        constraint: Any = None,
+        aggregation: str = "none",
+        overwrite_with_gradient: bool = False,
+        name: str | None = None,
+    ) -> nnx.Variable:
+        """Keras's ``add_weight``: creates a weight of the layer and returns it.
+
+        Assign it to an attribute (``self.w = self.add_weight(...)``); it then is
+        one of the layer's ``weights`` (in creation order), trained by ``fit``
+        when ``trainable``, and acts as an array in ``call`` (``inputs @ self.w``).
+        A non-trainable weight is state the layer may update in ``call``
+        (``self.total.assign(self.total + ...)``), as Keras's.
+
+        Args:
+          shape: the weight's shape; default ``()``.
+          initializer: a name (``"random_normal"``), a ``phalanx.initializers``
+            object or a function ``(key, shape, dtype)``; default
+            ``"glorot_uniform"`` for float weights, ``"zeros"`` otherwise.
+          dtype: the weight's dtype; default float32.
+          trainable: whether ``fit`` trains it.
+          autocast: accepted as Keras (a weight is read in the dtype it has).
+          regularizer: a penalty on the weight, added to the loss in ``fit``.
+          constraint: a ``phalanx.constraints`` projection (or name); not supported
+            on ``add_weight`` yet (raises).
+          aggregation: Keras's ``"none"``/``"mean"``/``"sum"``/
+            ``"only_first_replica"``: accepted (replicas hold equal weights).
+          overwrite_with_gradient: not supported (raises when True).
+          name: the weight's name (its attribute name is its path otherwise).
+
+        Returns:
+          The weight (an ``nnx.Param``, or ``nnx.BatchStat`` when not trainable).
+
+        Raises:
+          LayerArgumentError: an unknown initializer or an unsupported argument.
+        """
+        from . import _weight_creation
+
+        return _weight_creation.add_weight(
+            self,
+            shape=shape,
+            initializer=initializer,
+            dtype=dtype,
+            trainable=trainable,
+            regularizer=regularizer,
+            constraint=constraint,
+            aggregation=aggregation,
+            overwrite_with_gradient=overwrite_with_gradient,
+            name=name,
+            rngs=_BUILDING.rngs(self) or _build_rngs(),
+        )
+
+    def add_loss(self, loss: Any) -> None:
+        """Keras's ``add_loss``: adds a scalar to the loss of the call in progress.
+
+        Called in ``call``; ``layer.losses`` lists it after the call and ``fit``
+        adds it to the loss (under N replicas, each replica's value counts
+        ``1/N``: the mean of the replicas' values, as Keras on the global batch
+        when the value is a mean over the batch).
+
+        Raises:
+          LayerArgumentError: called outside ``call``.
+        """
+        _CALLS.add_loss(self, loss)
+
+    @classmethod
+    def from_config(cls, config: dict) -> Layer:
+        """Keras's ``from_config``: the layer ``get_config()`` describes (not built)."""
+        config = dict(config)
+        trainable = config.pop("trainable", True)
+        accepted = inspect.signature(cls.__init__).parameters
+        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
+        for key in ("dtype", "name"):
+            if key in config and key not in accepted and not takes_any:
+                config.pop(key)
+        layer = cls(**config)
+        layer.trainable = trainable
+        return layer
 
     # -- Keras's introspection -------------------------------------------------------
     _NOT_CONFIG = frozenset(
@@ -375,6 +556,8 @@ class Layer(Regularized, nnx.Module):
         for key, value in vars(self).items():
             if key.startswith("_") or key in self._NOT_CONFIG or key in config:
                 continue
+            if isinstance(value, nnx.Variable):  # add_weight's weights are not arguments
+                continue
             if isinstance(value, bool | int | float | str | type(None)):
                 config[key] = value
             elif isinstance(value, tuple) and all(
@@ -393,6 +576,8 @@ class Layer(Regularized, nnx.Module):
         """
         if name in _WEIGHT_NAMES and not name.startswith("_"):
             built = self.__dict__.get("built")
+            if name == "bias" and self.__dict__.get("use_bias") is False:
+                return None  # Keras: Dense(use_bias=False).bias is None
             if built is False:
                 raise AttributeError(
                     f"You must build the layer before accessing `{name}` (call it on a batch, "
@@ -453,6 +638,11 @@ class Layer(Regularized, nnx.Module):
         if not jnp.issubdtype(x.dtype, jnp.floating):
             return x.astype(jnp.float32)
         return x
+
+
+def _build_rngs() -> nnx.Rngs:
+    """The stream of weights created outside a build (``add_weight`` in ``__init__``)."""
+    return _RANDOM.build_rngs[-1] if _RANDOM.build_rngs else nnx.Rngs(model_seed())
 
 
 class _RandomContext(threading.local):

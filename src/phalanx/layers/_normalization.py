@@ -1,4 +1,5 @@
-"""Keras's BatchNormalization and LayerNormalization on flax.nnx, with Keras's defaults.
+"""Keras's normalization layers: BatchNormalization and LayerNormalization on flax.nnx;
+GroupNormalization, RMSNormalization and UnitNormalization with Keras 3's arithmetic.
 
 ``BatchNormalization`` (momentum 0.99, epsilon 1e-3, as Keras) keeps its
 moving mean and variance in ``nnx.BatchStat`` variables: non-trainable state
@@ -16,12 +17,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import numpy as np
 from flax import nnx
 
 from ..errors import LayerArgumentError
 from ..regularizers import _regularizers
 from . import _initializers
+from ._args import refuse_constraints
 from ._layer import Layer, Shape, format_shape
 
 
@@ -210,6 +213,15 @@ class LayerNormalization(_Normalization):
                 f"of shape {format_shape(input_shape)}."
             )
 
+    def check_input(self, x) -> None:
+        """Any rank with the built feature size on the last axis (Keras has no input spec)."""
+        built = self.built_input_shape[-1]
+        if x.ndim < 2 or (built is not None and x.shape[-1] != built):
+            raise self._error(
+                f"was built for inputs with {built} features on the last axis, received shape "
+                f"{tuple(x.shape)}."
+            )
+
     def _build(self, input_shape: Shape, rngs: nnx.Rngs) -> None:
         self.norm = nnx.LayerNorm(
             input_shape[-1],
@@ -223,3 +235,232 @@ class LayerNormalization(_Normalization):
 
     def call(self, x, *, training, rngs):
         return self.norm(self._cast(x))
+
+
+class GroupNormalization(Layer):
+    """Keras's ``GroupNormalization``: normalizes each example over groups of channels.
+
+    The channels (last axis) split into ``groups`` groups; each group is
+    normalized over its channels and all the other non-batch axes, then scaled
+    by ``gamma`` and shifted by ``beta`` (one per channel), with Keras's
+    arithmetic (``x * inv + (beta - mean * inv)``, float32 statistics).
+
+    Args:
+      groups: the number of groups; must divide the channels. Default 32;
+        ``-1`` is one group per channel (instance normalization).
+      axis: the channel axis; only -1 (the last) is supported.
+      epsilon: added to the variance; default 1e-3.
+      center: learn ``beta``.
+      scale: learn ``gamma``.
+      beta_initializer: default ``zeros``.
+      gamma_initializer: default ``ones``.
+      beta_regularizer: a penalty on ``beta``.
+      gamma_regularizer: a penalty on ``gamma``.
+      beta_constraint: not supported (raises).
+      gamma_constraint: not supported (raises).
+
+    Example:
+      >>> layer = GroupNormalization(groups=2)
+      >>> layer.build((None, 8, 4))
+      (8, 4)
+      >>> [w.name for w in layer.weights]
+      ['gamma', 'beta']
+    """
+
+    supports_masking = True
+
+    def __init__(
+        self,
+        groups: int = 32,
+        axis: int = -1,
+        epsilon: float = 1e-3,
+        center: bool = True,
+        scale: bool = True,
+        beta_initializer: Any = "zeros",
+        gamma_initializer: Any = "ones",
+        beta_regularizer: Any = None,
+        gamma_regularizer: Any = None,
+        beta_constraint: Any = None,
+        gamma_constraint: Any = None,
+        *,
+        name: str | None = None,
+        input_shape: Any = None,
+        dtype: Any = None,
+    ):
+        super().__init__(name=name, input_shape=input_shape, dtype=dtype)
+        refuse_constraints(
+            "GroupNormalization", beta_constraint=beta_constraint, gamma_constraint=gamma_constraint
+        )
+        if (
+            isinstance(groups, bool)
+            or not isinstance(groups, int)
+            or not (groups > 0 or groups == -1)
+        ):
+            raise LayerArgumentError(
+                f"GroupNormalization groups must be a positive int or -1, got {groups!r}; "
+                "e.g. GroupNormalization(groups=8)."
+            )
+        self.groups = groups
+        self.axis = _axis("GroupNormalization", axis)
+        self.epsilon = float(epsilon)
+        self.center, self.scale = bool(center), bool(scale)
+        _initializers.get(beta_initializer), _initializers.get(gamma_initializer)
+        self.beta_initializer, self.gamma_initializer = beta_initializer, gamma_initializer
+        self.beta_regularizer = _regularizers.get(beta_regularizer)
+        self.gamma_regularizer = _regularizers.get(gamma_regularizer)
+
+    def _check_input_shape(self, input_shape: Shape) -> None:
+        if _feature_axis(self, self.axis, input_shape) != len(input_shape):
+            raise self._error(
+                f"supports only the last axis (axis=-1), got axis={self.axis} for inputs of "
+                f"shape {format_shape(input_shape)}."
+            )
+        channels = input_shape[-1]
+        groups = channels if self.groups == -1 else self.groups
+        if channels % groups:
+            raise self._error(
+                f"has groups={self.groups}, which must divide the {channels} channels of "
+                f"inputs of shape {format_shape(input_shape)}."
+            )
+
+    def build(self, input_shape):
+        channels = input_shape[-1]
+        if self.scale:
+            self.gamma = self.add_weight(
+                shape=(channels,),
+                initializer=self.gamma_initializer,
+                regularizer=self.gamma_regularizer,
+                name="gamma",
+            )
+        if self.center:
+            self.beta = self.add_weight(
+                shape=(channels,),
+                initializer=self.beta_initializer,
+                regularizer=self.beta_regularizer,
+                name="beta",
+            )
+
+    def call(self, x, *, training, rngs):
+        import jax.numpy as jnp
+
+        dtype = x.dtype if self.dtype is None else self.dtype
+        channels = x.shape[-1]
+        groups = channels if self.groups == -1 else self.groups
+        grouped = x.astype(jnp.float32).reshape((*x.shape[:-1], groups, channels // groups))
+        axes = (*range(1, grouped.ndim - 2), grouped.ndim - 1)
+        mean = jnp.mean(grouped, axis=axes, keepdims=True)
+        variance = jnp.var(grouped, axis=axes, keepdims=True)
+        inv = jax.lax.rsqrt(variance + self.epsilon)
+        per_group = (groups, channels // groups)
+        if self.scale:
+            inv = inv * jnp.asarray(self.gamma, jnp.float32).reshape(per_group)
+        shift = -mean * inv
+        if self.center:
+            shift = shift + jnp.asarray(self.beta, jnp.float32).reshape(per_group)
+        return (grouped * inv + shift).reshape(x.shape).astype(_float(dtype))
+
+
+def _float(dtype: Any) -> Any:
+    import jax.numpy as jnp
+
+    return dtype if jnp.issubdtype(dtype, jnp.floating) else jnp.float32
+
+
+class RMSNormalization(Layer):
+    """Keras's ``RMSNormalization``: ``x * rsqrt(mean(x ** 2) + epsilon) * scale`` over ``axis``.
+
+    Args:
+      axis: the axis (or list of axes) to normalize over; default -1.
+      epsilon: added to the mean square; default 1e-6.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> [round(v, 3) for v in RMSNormalization()(jnp.array([[3.0, 4.0]]))[0].tolist()]
+      [0.849, 1.131]
+    """
+
+    supports_masking = True
+
+    def __init__(
+        self,
+        axis: Any = -1,
+        epsilon: float = 1e-6,
+        *,
+        name: str | None = None,
+        input_shape: Any = None,
+        dtype: Any = None,
+    ):
+        super().__init__(name=name, input_shape=input_shape, dtype=dtype)
+        axes = tuple(axis) if isinstance(axis, list | tuple) else (axis,)
+        self.axis = tuple(_axis("RMSNormalization", a) for a in axes)
+        self.epsilon = float(epsilon)
+
+    def _axes(self, rank: int) -> tuple[int, ...]:
+        return tuple(sorted(a if a >= 0 else rank + a for a in self.axis))
+
+    def _check_input_shape(self, input_shape: Shape) -> None:
+        for a in self.axis:
+            _feature_axis(self, a, input_shape)
+
+    def build(self, input_shape):
+        axes = self._axes(len(input_shape))
+        self.scale = self.add_weight(
+            shape=tuple(input_shape[a] for a in axes), initializer="ones", name="scale"
+        )
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config["axis"] = list(self.axis) if len(self.axis) > 1 else self.axis[0]
+        return config
+
+    def call(self, x, *, training, rngs):
+        import jax.numpy as jnp
+
+        dtype = _float(x.dtype if self.dtype is None else self.dtype)
+        x32 = x.astype(jnp.float32)
+        axes = self._axes(x.ndim)
+        rrms = jax.lax.rsqrt(jnp.mean(jnp.square(x32), axis=axes, keepdims=True) + self.epsilon)
+        shape = [1] * x.ndim
+        for a in axes:
+            shape[a] = x.shape[a]
+        scale = jnp.asarray(self.scale, jnp.float32).reshape(shape)
+        return (x32 * rrms * scale).astype(dtype)
+
+
+class UnitNormalization(Layer):
+    """Keras's ``UnitNormalization``: each example scaled to L2 norm 1 over ``axis``.
+
+    ``x * min(rsqrt(sum(x ** 2)), 1e12)``, as Keras's ``ops.normalize``.
+
+    Args:
+      axis: the axis (or list of axes); default -1.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> UnitNormalization()(jnp.array([[3.0, 4.0]])).tolist()
+      [[0.6000000238418579, 0.800000011920929]]
+    """
+
+    supports_masking = True
+
+    def __init__(self, axis: Any = -1, *, name: str | None = None, input_shape: Any = None):
+        super().__init__(name=name, input_shape=input_shape)
+        axes = tuple(axis) if isinstance(axis, list | tuple) else (axis,)
+        self.axis = tuple(_axis("UnitNormalization", a) for a in axes)
+
+    def _check_input_shape(self, input_shape: Shape) -> None:
+        for a in self.axis:
+            _feature_axis(self, a, input_shape)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config["axis"] = list(self.axis) if len(self.axis) > 1 else self.axis[0]
+        return config
+
+    def call(self, x, *, training, rngs):
+        import jax.numpy as jnp
+
+        x = self._cast(x)
+        axes = tuple(a if a >= 0 else x.ndim + a for a in self.axis)
+        square_sum = jnp.sum(jnp.square(x), axis=axes, keepdims=True)
+        return x * jnp.minimum(jax.lax.rsqrt(square_sum), 1.0 / 1e-12)

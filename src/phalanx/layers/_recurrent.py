@@ -145,7 +145,7 @@ class RNN(Layer):
         if not self.cell.built:
             if self.cell.name is None:
                 self.cell.name = snake_case(type(self.cell).__name__)
-            self.cell.build((input_shape[-1],), rngs)
+            self.cell._build_example((input_shape[-1],), rngs)
 
     # -- states ---------------------------------------------------------------------
     def get_initial_state(self, batch_size: int) -> list[jax.Array]:
@@ -719,7 +719,7 @@ class Bidirectional(Layer):
     def _build(self, input_shape: Shape, rngs: nnx.Rngs) -> None:
         for sub in (self.forward_layer, self.backward_layer):
             if not sub.built:
-                sub.build(input_shape, rngs)
+                sub._build_example(input_shape, rngs)
 
     def call(self, x, initial_state=None, *, training, rngs, mask=None):
         fwd_state = bwd_state = None

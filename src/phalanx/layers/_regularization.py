@@ -70,6 +70,12 @@ class Dropout(Layer):
         self.noise_shape = (
             None if noise_shape is None else normalize_shape(noise_shape, "noise_shape")
         )
+        if self.noise_shape is not None and any(d is not None and d < 1 for d in self.noise_shape):
+            raise LayerArgumentError(
+                f"{type(self).__name__} noise_shape must hold positive sizes or None, got "
+                f"{noise_shape!r}; e.g. noise_shape=(None, 1, 8) (batch included) drops the "
+                "same features at every step."
+            )
         self.seed = seed
         self.dropout = nnx.data(None)
 
@@ -228,3 +234,106 @@ class GaussianNoise(Layer):
             return x
         noise = jax.random.normal(_key(self, rngs, self.seed), x.shape, x.dtype)
         return x + self.stddev * noise
+
+
+class AlphaDropout(Layer):
+    """Keras's ``AlphaDropout``: dropout that keeps a SELU network's mean and variance.
+
+    In training, dropped entries are set to ``-alpha * scale`` of SELU and the
+    result is transformed by ``a * x + b`` (Keras 3's constants), so that the
+    mean and variance of the inputs are kept; in inference, the identity.
+
+    Args:
+      rate: the drop probability, in [0, 1].
+      noise_shape: a shape broadcastable to the input (batch included), None
+        entries filled from the input.
+      seed: an int folded into the call's key.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> AlphaDropout(0.2)(jnp.ones((1, 2))).tolist()  # inference: identity
+      [[1.0, 1.0]]
+    """
+
+    supports_masking = True
+
+    def __init__(
+        self,
+        rate: float,
+        noise_shape: Any = None,
+        seed: int | None = None,
+        *,
+        name: str | None = None,
+        input_shape: Any = None,
+    ):
+        super().__init__(name=name, input_shape=input_shape)
+        self.rate = _layer_args.rate("AlphaDropout", "rate", rate, one=True)
+        self.noise_shape = (
+            None if noise_shape is None else normalize_shape(noise_shape, "noise_shape")
+        )
+        if self.noise_shape is not None and any(d is not None and d < 1 for d in self.noise_shape):
+            raise LayerArgumentError(
+                f"AlphaDropout noise_shape must hold positive sizes or None, got {noise_shape!r}."
+            )
+        self.seed = seed
+
+    @property
+    def uses_rng(self) -> bool:
+        """True when the layer draws a mask in training (``rate > 0``)."""
+        return self.rate > 0.0
+
+    def call(self, x, *, training, rngs):
+        if not training or self.rate == 0.0:
+            return x
+        shape = x.shape
+        if self.noise_shape is not None:
+            shape = tuple(x.shape[i] if d is None else d for i, d in enumerate(self.noise_shape))
+        alpha = 1.6732632423543772848170429916717
+        scale = 1.0507009873554804934193349852946
+        alpha_p = -alpha * scale
+        uniform = jax.random.uniform(_key(self, rngs, self.seed), shape, x.dtype)
+        kept = (uniform >= self.rate).astype(x.dtype)
+        a = ((1 - self.rate) * (1 + self.rate * alpha_p**2)) ** -0.5
+        b = -a * alpha_p * self.rate
+        return a * (x * kept + alpha_p * (1 - kept)) + b
+
+
+class ActivityRegularization(Layer):
+    """Keras's ``ActivityRegularization``: the identity, adding ``L1L2(l1, l2)`` of its output
+    (divided by the batch size) to the loss.
+
+    Args:
+      l1: the L1 factor, >= 0; default 0.
+      l2: the L2 factor, >= 0; default 0.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> layer = ActivityRegularization(l2=0.5)
+      >>> _ = layer(jnp.array([[1.0, 2.0]]))
+      >>> float(layer.losses[0])
+      2.5
+    """
+
+    supports_masking = True
+
+    def __init__(
+        self,
+        l1: float = 0.0,
+        l2: float = 0.0,
+        *,
+        name: str | None = None,
+        input_shape: Any = None,
+    ):
+        from ..regularizers._regularizers import L1L2
+
+        super().__init__(name=name, input_shape=input_shape)
+        self.activity_regularizer = L1L2(l1=l1, l2=l2)
+        self.l1, self.l2 = self.activity_regularizer.l1, self.activity_regularizer.l2
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.pop("activity_regularizer", None)
+        return config
+
+    def call(self, x, *, training, rngs):
+        return x

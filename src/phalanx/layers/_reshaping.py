@@ -1,4 +1,5 @@
-"""Keras's reshaping layers: ``Flatten``, ``Reshape``, ``ZeroPadding1D``, ``ZeroPadding2D``.
+"""Keras's reshaping layers: ``Flatten``, ``Reshape``, ``ZeroPadding1D/2D``, ``Cropping1D/2D``,
+``UpSampling1D/2D``.
 
 ``ZeroPadding2D(padding)`` takes Keras's three forms: an int (all sides), a
 pair ``(rows, cols)`` (symmetric), or ``((top, bottom), (left, right))``.
@@ -189,3 +190,173 @@ class Reshape(Layer):
 
     def call(self, x, *, training, rngs):
         return x.reshape((x.shape[0], *self.target_shape))
+
+
+class _Cropping(Layer):
+    _axes = 2
+    _layout = _IMAGE
+
+    def __init__(self, cropping: Any, *, name: str | None = None, input_shape: Any = None):
+        super().__init__(name=name, input_shape=input_shape)
+        try:
+            self.cropping = _pads(cropping, self._axes)
+        except ValueError as error:
+            raise LayerArgumentError(f"{type(self).__name__} cropping: {error}") from None
+
+    def compute_output_shape(self, input_shape: Shape) -> Shape:
+        spatial = tuple(
+            None if d is None else d - a - b
+            for d, (a, b) in zip(input_shape[: self._axes], self.cropping, strict=True)
+        )
+        if any(d is not None and d <= 0 for d in spatial):
+            raise self._error(
+                f"crops {self.cropping} from inputs of shape {format_shape(input_shape)}: "
+                "nothing would be left. Crop less."
+            )
+        return (*spatial, input_shape[-1])
+
+    def _check_input_shape(self, input_shape: Shape) -> None:
+        self._require_rank(input_shape, self._axes + 1, self._layout)
+        self.compute_output_shape(input_shape)
+
+    def call(self, x, *, training, rngs):
+        index = [slice(None)]
+        for size, (a, b) in zip(x.shape[1 : 1 + self._axes], self.cropping, strict=True):
+            index.append(slice(a, size - b))
+        return x[tuple(index)]
+
+
+class Cropping1D(_Cropping):
+    """Crops steps from both ends of ``(batch, steps, channels)`` sequences.
+
+    Args:
+      cropping: an int, or ``(before, after)``; default ``(1, 1)``.
+      name: the layer's name.
+      input_shape: the per-example input shape ``(steps, channels)``.
+
+    Example:
+      >>> Cropping1D((2, 1)).compute_output_shape((5, 3))
+      (2, 3)
+    """
+
+    _axes = 1
+    _layout = "(batch, steps, channels)"
+
+    def __init__(self, cropping: Any = (1, 1), *, name: str | None = None, input_shape: Any = None):
+        super().__init__(cropping, name=name, input_shape=input_shape)
+
+
+class Cropping2D(_Cropping):
+    """Crops rows and columns from NHWC images.
+
+    Args:
+      cropping: an int, ``(rows, cols)``, or ``((top, bottom), (left, right))``;
+        default ``((0, 0), (0, 0))``.
+      data_format: ``"channels_last"`` or None.
+      name: the layer's name.
+      input_shape: the per-example input shape ``(height, width, channels)``.
+
+    Example:
+      >>> Cropping2D(((1, 2), (0, 1))).compute_output_shape((5, 5, 3))
+      (2, 4, 3)
+    """
+
+    def __init__(
+        self,
+        cropping: Any = ((0, 0), (0, 0)),
+        data_format: str | None = None,
+        *,
+        name: str | None = None,
+        input_shape: Any = None,
+    ):
+        _data_format(data_format)
+        super().__init__(cropping, name=name, input_shape=input_shape)
+
+
+_INTERPOLATIONS = ("nearest", "bilinear")
+
+
+class UpSampling1D(Layer):
+    """Repeats each step ``size`` times: ``(batch, steps, c)`` -> ``(batch, steps * size, c)``.
+
+    Args:
+      size: the repeat factor; default 2.
+      name: the layer's name.
+      input_shape: the per-example input shape ``(steps, channels)``.
+
+    Example:
+      >>> UpSampling1D(3).compute_output_shape((4, 2))
+      (12, 2)
+    """
+
+    def __init__(self, size: int = 2, *, name: str | None = None, input_shape: Any = None):
+        from ._args import positive_int
+
+        super().__init__(name=name, input_shape=input_shape)
+        self.size = positive_int("UpSampling1D", "size", size, "UpSampling1D(2)")
+
+    def compute_output_shape(self, input_shape: Shape) -> Shape:
+        steps = None if input_shape[0] is None else input_shape[0] * self.size
+        return (steps, input_shape[-1])
+
+    def _check_input_shape(self, input_shape: Shape) -> None:
+        self._require_rank(input_shape, 2, "(batch, steps, channels)")
+
+    def call(self, x, *, training, rngs):
+        return jnp.repeat(x, self.size, axis=1)
+
+
+class UpSampling2D(Layer):
+    """Scales NHWC images up by ``size``: nearest (repeated rows and columns) or bilinear.
+
+    Args:
+      size: an int or ``(rows, cols)``; default ``(2, 2)``.
+      data_format: ``"channels_last"`` or None.
+      interpolation: ``"nearest"`` (default) or ``"bilinear"`` (``jax.image.resize``,
+        as Keras 3 on JAX).
+      name: the layer's name.
+      input_shape: the per-example input shape ``(height, width, channels)``.
+
+    Example:
+      >>> UpSampling2D((2, 3)).compute_output_shape((4, 4, 1))
+      (8, 12, 1)
+    """
+
+    def __init__(
+        self,
+        size: Any = (2, 2),
+        data_format: str | None = None,
+        interpolation: str = "nearest",
+        *,
+        name: str | None = None,
+        input_shape: Any = None,
+    ):
+        from ._convolutional import spatial_tuple
+
+        super().__init__(name=name, input_shape=input_shape)
+        _data_format(data_format)
+        self.size = spatial_tuple("UpSampling2D", size, "size", 2)
+        if interpolation not in _INTERPOLATIONS:
+            raise LayerArgumentError(
+                f"UpSampling2D interpolation must be one of {_INTERPOLATIONS} in phalanx, got "
+                f"{interpolation!r}."
+            )
+        self.interpolation = interpolation
+
+    def compute_output_shape(self, input_shape: Shape) -> Shape:
+        h, w = (
+            None if d is None else d * s for d, s in zip(input_shape[:2], self.size, strict=True)
+        )
+        return (h, w, input_shape[-1])
+
+    def _check_input_shape(self, input_shape: Shape) -> None:
+        self._require_rank(input_shape, 3, _IMAGE)
+
+    def call(self, x, *, training, rngs):
+        if self.interpolation == "nearest":
+            return jnp.repeat(jnp.repeat(x, self.size[0], axis=1), self.size[1], axis=2)
+        import jax
+
+        n, h, w, c = x.shape
+        shape = (n, h * self.size[0], w * self.size[1], c)
+        return jax.image.resize(self._cast(x), shape, method="bilinear", antialias=False)

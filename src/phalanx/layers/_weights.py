@@ -38,16 +38,28 @@ def _paths(state: Any) -> list[str]:
 
 def _keras_order(state: Any) -> list[int]:
     """Indices of ``state``'s leaves in Keras's order (layer by layer, kernel first)."""
-    keyed = jax.tree_util.tree_leaves_with_path(state)
+    keyed = jax.tree_util.tree_leaves_with_path(
+        state, is_leaf=lambda x: isinstance(x, nnx.Variable)
+    )
     parents: dict[str, int] = {}
     keys = []
-    for i, (path, _) in enumerate(keyed):
+    for i, (path, leaf) in enumerate(keyed):
         names = [str(getattr(k, "key", getattr(k, "name", getattr(k, "idx", k)))) for k in path]
         names = [n for n in names if n != "value"]
         parent = "/".join(names[:-1])
         parents.setdefault(parent, len(parents))
-        keys.append((parents[parent], _PRIORITY.get(names[-1], 5), names[-1], i))
+        created = _metadata(leaf).get("keras_order")  # add_weight: creation order, as Keras
+        if created is not None:
+            keys.append((parents[parent], -1, f"{created:012d}", i))
+        else:
+            keys.append((parents[parent], _PRIORITY.get(names[-1], 5), names[-1], i))
     return [k[-1] for k in sorted(keys)]
+
+
+def _metadata(leaf: Any) -> dict:
+    if isinstance(leaf, nnx.Variable):
+        return leaf.get_metadata()
+    return {}
 
 
 def weights_state(module: nnx.Module) -> Any:
@@ -248,6 +260,9 @@ def _keras_path(root: nnx.Module, path: tuple) -> str:
             parts.append(node.name or type(node).__name__.lower())
         norm = norm or isinstance(node, nnx.BatchNorm | nnx.LayerNorm)
     leaf = str(path[-1])
+    given = _metadata(_lookup(root, path)).get("keras_name")
+    if given is not None:  # add_weight(name=...)
+        return "/".join([*parts, given])
     leaf = (_NORM_NAMES if norm else {}).get(leaf, _KERAS_NAMES.get(leaf, leaf))
     return "/".join([*parts, leaf])
 

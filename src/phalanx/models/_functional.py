@@ -239,9 +239,9 @@ class Functional(nnx.Module):
         for node in nodes:
             layer = node.layer
             if isinstance(layer, InputLayer):
-                layer.build(layer.declared_input_shape)
+                layer._build_example(layer.declared_input_shape)
             elif not layer.built:
-                layer.build(layer._build_shapes(*node.args, **node.kwargs), rngs)
+                layer._build_example(layer._build_shapes(*node.args, **node.kwargs), rngs)
 
     def _describe_connections(self, nodes: list[Node]) -> dict[str, list]:
         """Each layer's calls' inbound tensors, Keras's ``[[name, node, tensor, {}], ...]``."""
@@ -355,6 +355,8 @@ class Functional(nnx.Module):
             key = None
             if getattr(layer, "uses_rng", False) and rngs is not None:
                 key = rngs if isinstance(rngs, nnx.Rngs) else jax.random.fold_in(rngs, layer_index)
+            elif getattr(layer, "uses_rng", False) and node_training and mode:
+                key = _inference_key(args, layer_index)  # Dropout(...)(x, training=True)
             if (
                 return_logits
                 and out_ids == [logits_slot]
@@ -411,6 +413,20 @@ class Functional(nnx.Module):
         if not self.built:
             raise NotBuiltError(f"Model '{self.name}' is not built.")
         (print_fn or print)(format_summary(self, line_length=line_length))
+
+
+def _inference_key(args: Any, layer_index: int) -> jax.Array:
+    """The key of a random layer called with ``training=True`` in a model run without one
+    (``predict``, ``evaluate``: Keras draws from the layer's seed generator): folded from
+    the layer's position and the bits of its inputs, so each batch gets its own draw."""
+    bits = [
+        jnp.sum(jax.lax.bitcast_convert_type(jnp.asarray(a, jnp.float32), jnp.uint32))
+        for a in jax.tree.leaves(args)
+    ]
+    key = jax.random.fold_in(jax.random.key(layer_index), layer_index)
+    for b in bits:
+        key = jax.random.fold_in(key, b)
+    return key
 
 
 def _fill(template: Any, values: dict[int, Any]) -> Any:

@@ -212,7 +212,7 @@ class Sequential(nnx.Module):
             if layer.built and shapes_match(layer.built_input_shape, shape):
                 shape = layer.output_shape
             else:
-                shape = layer.build(shape, rngs)
+                shape = layer._build_example(shape, rngs)
         self.output_shape = shape
         self.built = True
         return shape

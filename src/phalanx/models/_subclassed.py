@@ -167,6 +167,16 @@ def _as_attribute(value: Any) -> Any:
     return value
 
 
+def _user_private(value: Any) -> bool:
+    """Whether a ``self._name`` attribute is the user's (``self._dense = Dense(4)``): a
+    layer, a list of layers, an array or a plain value; phalanx's own are none of these."""
+    if isinstance(value, nnx.Module | jax.Array | np.ndarray):
+        return True
+    if isinstance(value, list | tuple):
+        return bool(value) and all(isinstance(v, nnx.Module) for v in value)
+    return isinstance(value, bool | int | float | str)
+
+
 def make_module(model: Any) -> SubclassedModule:
     """The nnx module of a subclassed model (not built yet), holding its layers."""
     cls = type(model)
@@ -174,7 +184,7 @@ def make_module(model: Any) -> SubclassedModule:
     module = generated(model.name, _takes_training(cls.call))
     base = _base_attributes()
     for name, value in vars(model).items():
-        if name in base or name.startswith("_"):
+        if name in base or (name.startswith("_") and not _user_private(value)):
             continue
         setattr(module, name, _as_attribute(value))
     from ._functional import Functional

@@ -306,17 +306,41 @@ class Regularized:
                 node = getattr(node, part, None)
             if node is not None:
                 pairs.append((regularizer, node.get_value()))
+        for variable in self._own_variables():  # add_weight(regularizer=...)
+            if variable.get_metadata().get("regularizer") is not None and isinstance(
+                variable, nnx.Param
+            ):
+                pairs.append((variable.get_metadata()["regularizer"], variable.get_value()))
         return pairs
 
-    def _record_activity(self, output: Any) -> Any:
+    def _own_variables(self) -> list[nnx.Variable]:
+        """The variables held directly by this layer (``add_weight``'s)."""
+        return [v for v in vars(self).values() if isinstance(v, nnx.Variable)]
+
+    def adds_losses(self) -> bool:
+        """True when the layer may add losses: a regularizer, or a ``call`` of one's own
+        (which may call ``add_loss``)."""
+        return (
+            self.activity_regularizer is not None
+            or bool(self.weight_regularizers())
+            or any("regularizer" in v.get_metadata() for v in self._own_variables())
+            or not getattr(self, "_phalanx_layer", True)
+        )
+
+    def _record_activity(self, output: Any, added: Any = ()) -> Any:
         """Keeps ``activity_regularizer``'s per-example penalties of ``output``; returns it.
 
-        A layer with several outputs (attention scores too) adds their penalties, as Keras.
+        A layer with several outputs (attention scores too) adds their penalties, as Keras;
+        ``added`` are the ``[batch]`` vectors of the call's ``add_loss`` values.
         """
+        values = list(added)
         if self.activity_regularizer is not None:
             per_example = self.activity_regularizer.per_example
-            values = [per_example(jnp.asarray(o)) for o in jax.tree.leaves(output)]
+            values += [per_example(jnp.asarray(o)) for o in jax.tree.leaves(output)]
+        if values:
             self.activity_loss = ActivityLoss(sum(v.astype(jnp.float32) for v in values))
+        elif isinstance(self.__dict__.get("activity_loss"), ActivityLoss):
+            del self.activity_loss  # a call without losses: the last call's are gone
         return output
 
     @property
@@ -336,10 +360,7 @@ def _layers(module: nnx.Module) -> list[Any]:
 
 def has_regularizers(module: nnx.Module) -> bool:
     """True when a layer of ``module`` has a weight or activity regularizer."""
-    return any(
-        layer.activity_regularizer is not None or layer.weight_regularizers()
-        for layer in _layers(module)
-    )
+    return any(layer.adds_losses() for layer in _layers(module))
 
 
 def activity_losses(module: nnx.Module) -> list[jax.Array]:

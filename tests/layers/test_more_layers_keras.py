@@ -1,0 +1,254 @@
+"""The layers of issue 25 item 2 against Keras 3 (JAX backend): forward, gradients with
+respect to the input and to the weights, get_config/from_config, bad arguments; and per
+family a small model trained on 2 replicas equals one device."""
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+keras = pytest.importorskip("keras")
+
+import phalanx  # noqa: E402
+from phalanx import layers  # noqa: E402
+from phalanx.errors import LayerArgumentError  # noqa: E402
+from phalanx.layers import _weights  # noqa: E402
+
+RNG = np.random.default_rng(0)
+SEQ = RNG.normal(size=(2, 9, 4)).astype(np.float32)
+IMG = RNG.normal(size=(2, 7, 6, 4)).astype(np.float32)
+FLAT = RNG.normal(loc=2.0, size=(3, 8)).astype(np.float32)
+
+CASES = [
+    ("Conv1DTranspose", dict(filters=3, kernel_size=3, strides=2), SEQ),
+    ("Conv1DTranspose", dict(filters=2, kernel_size=4, strides=2, padding="same"), SEQ),
+    ("Conv2DTranspose", dict(filters=3, kernel_size=3, strides=2, padding="same"), IMG),
+    (
+        "Conv2DTranspose",
+        dict(filters=2, kernel_size=(3, 2), strides=(2, 1), output_padding=(1, 0)),
+        IMG,
+    ),
+    ("Conv2DTranspose", dict(filters=2, kernel_size=3, dilation_rate=2, activation="relu"), IMG),
+    ("DepthwiseConv1D", dict(kernel_size=3, depth_multiplier=2), SEQ),
+    ("DepthwiseConv2D", dict(kernel_size=3, padding="same", strides=2), IMG),
+    ("SeparableConv1D", dict(filters=5, kernel_size=3, padding="same"), SEQ),
+    ("SeparableConv2D", dict(filters=5, kernel_size=3, depth_multiplier=2, activation="tanh"), IMG),
+    ("SeparableConv2D", dict(filters=3, kernel_size=2, strides=2, use_bias=False), IMG),
+    ("MaxPooling1D", dict(), SEQ),
+    ("MaxPooling1D", dict(pool_size=3, strides=1, padding="same"), SEQ),
+    ("AveragePooling1D", dict(pool_size=2, padding="same"), SEQ),
+    ("AveragePooling1D", dict(pool_size=3, strides=2), SEQ),
+    ("GlobalMaxPooling1D", dict(), SEQ),
+    ("GlobalAveragePooling1D", dict(keepdims=True), SEQ),
+    ("MaxPooling2D", dict(pool_size=3, strides=2, padding="same"), IMG),
+    ("GlobalMaxPooling2D", dict(keepdims=True), IMG),
+    ("UpSampling1D", dict(size=3), SEQ),
+    ("UpSampling2D", dict(size=(2, 3)), IMG),
+    ("UpSampling2D", dict(size=2, interpolation="bilinear"), IMG),
+    ("ZeroPadding1D", dict(padding=(1, 2)), SEQ),
+    ("Cropping1D", dict(cropping=(2, 1)), SEQ),
+    ("Cropping2D", dict(cropping=((1, 2), (0, 1))), IMG),
+    ("Cropping2D", dict(cropping=1), IMG),
+    ("PReLU", dict(alpha_initializer="random_uniform"), IMG),
+    ("PReLU", dict(alpha_initializer="random_uniform", shared_axes=[1, 2]), IMG),
+    ("GroupNormalization", dict(groups=2, gamma_initializer="random_uniform"), IMG),
+    ("GroupNormalization", dict(groups=-1, epsilon=1e-2), SEQ),
+    ("GroupNormalization", dict(groups=1, center=False), SEQ),
+    ("RMSNormalization", dict(), SEQ),
+    ("RMSNormalization", dict(axis=[-2, -1], epsilon=1e-3), IMG),
+    ("UnitNormalization", dict(), SEQ),
+    ("UnitNormalization", dict(axis=[1, 2]), IMG),
+    ("AlphaDropout", dict(rate=0.3), FLAT),
+    ("ActivityRegularization", dict(l1=0.1, l2=0.01), FLAT),
+    ("Rescaling", dict(scale=1 / 255.0, offset=-1.0), IMG),
+    ("Resizing", dict(height=4, width=9), IMG),
+    ("Resizing", dict(height=3, width=3, interpolation="nearest"), IMG),
+    ("CenterCrop", dict(height=5, width=4), IMG),
+    ("CenterCrop", dict(height=9, width=4), IMG),
+    ("Normalization", dict(mean=[1.0, 2.0, 0.5, -1.0], variance=[4.0, 1.0, 0.25, 2.0]), SEQ),
+    ("Normalization", dict(mean=2.0, variance=3.0, invert=True), FLAT),
+]
+
+
+def _ours_and_theirs(name, config, x):
+    ours = getattr(layers, name)(**config)
+    theirs = getattr(keras.layers, name)(**config)
+    ours(jnp.asarray(x))
+    theirs(x)
+    if ours.get_weights():
+        theirs.set_weights(ours.get_weights())
+    return ours, theirs
+
+
+def _loss(y):
+    return jnp.sum(jnp.sin(3.0 * y))
+
+
+def _weight_grads(ours, theirs, x):
+    graphdef, params, rest = nnx.split(ours, nnx.Param, ...)
+    mine = jax.grad(lambda p: _loss(nnx.merge(graphdef, p, rest)(jnp.asarray(x))))(params)
+    trainable = [v.value for v in theirs.trainable_variables]
+    fixed = [v.value for v in theirs.non_trainable_variables]
+    keras_grads = jax.grad(lambda t: _loss(theirs.stateless_call(t, fixed, x)[0]))(trainable)
+    return _weights.state_to_list(mine), [np.asarray(g) for g in keras_grads]
+
+
+@pytest.mark.parametrize("name, config, x", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_forward_and_gradients_match_keras(name, config, x):
+    ours, theirs = _ours_and_theirs(name, config, x)
+    assert [tuple(w.shape) for w in ours.weights] == [tuple(w.shape) for w in theirs.weights]
+    np.testing.assert_allclose(np.asarray(ours(x)), np.asarray(theirs(x)), atol=2e-5, rtol=1e-5)
+    if name == "ActivityRegularization":
+        np.testing.assert_allclose(float(ours.losses[0]), float(theirs.losses[0]), rtol=1e-5)
+    graphdef, state = nnx.split(ours)  # merged inside the traced function, as custom loops
+
+    def forward(a):
+        return _loss(nnx.merge(graphdef, jax.tree.map(lambda v: v, state))(a))
+
+    grad = jax.grad(forward)(jnp.asarray(x))
+    keras_grad = jax.grad(lambda a: _loss(theirs(a)))(jnp.asarray(x))
+    np.testing.assert_allclose(np.asarray(grad), np.asarray(keras_grad), atol=5e-5, rtol=1e-4)
+    if ours.trainable_weights:
+        mine, keras_grads = _weight_grads(ours, theirs, x)
+        for a, b in zip(mine, keras_grads, strict=True):
+            np.testing.assert_allclose(a, b, atol=5e-5, rtol=1e-4)
+    config_out = ours.get_config()
+    for key in config:
+        assert key in config_out and key in theirs.get_config(), key
+    again = type(ours).from_config(config_out)
+    again(jnp.asarray(x))
+    if ours.get_weights():
+        again.set_weights(ours.get_weights())
+    np.testing.assert_allclose(np.asarray(again(x)), np.asarray(ours(x)), atol=1e-6)
+
+
+def test_alpha_dropout_training_keeps_moments_and_dropped_value():
+    x = jnp.asarray(RNG.normal(size=(200, 100)).astype(np.float32))
+    out = layers.AlphaDropout(0.3)(x, training=True, rngs=jax.random.key(0))
+    assert abs(float(out.mean())) < 0.05 and abs(float(out.std()) - 1.0) < 0.05
+    alpha_p = -1.6732632423543772 * 1.0507009873554805
+    a = ((1 - 0.3) * (1 + 0.3 * alpha_p**2)) ** -0.5
+    dropped = a * alpha_p - a * alpha_p * 0.3
+    assert 0.25 < float(jnp.mean(jnp.isclose(out, dropped))) < 0.35
+
+
+def test_normalization_adapt_matches_keras():
+    data = RNG.normal(loc=3.0, scale=2.0, size=(50, 3, 4)).astype(np.float32)
+    for axis in (-1, (1, 2), None):
+        ours, theirs = layers.Normalization(axis=axis), keras.layers.Normalization(axis=axis)
+        ours.adapt(phalanx.data.Dataset.from_tensor_slices(data).batch(16))
+        theirs.adapt(data)
+        np.testing.assert_allclose(np.asarray(ours(data)), np.asarray(theirs(data)), atol=1e-4)
+        assert [w.name for w in ours.weights] == ["mean", "variance"]
+        assert not ours.trainable_weights
+
+
+@pytest.mark.parametrize("mode", ["one_hot", "multi_hot", "count"])
+def test_category_encoding_matches_keras(mode):
+    x = np.array([[0, 3], [2, 2], [1, 0]])
+    ours, theirs = layers.CategoryEncoding(5, mode), keras.layers.CategoryEncoding(5, mode)
+    np.testing.assert_array_equal(np.asarray(ours(x)), np.asarray(theirs(x)))
+    one = np.array([[1], [4]])
+    np.testing.assert_array_equal(np.asarray(ours(one)), np.asarray(theirs(one)))
+    if mode == "count":
+        w = np.array([[0.5, 2.0], [1.0, 1.0], [3.0, 0.0]], np.float32)
+        np.testing.assert_allclose(
+            np.asarray(ours(x, count_weights=w)), np.asarray(theirs(x, count_weights=w))
+        )
+
+
+def test_lambda_in_models_and_config():
+    inputs = phalanx.Input((4,))
+    double = layers.Lambda(lambda x, scale: x * scale, arguments={"scale": 2.0})
+    model = phalanx.Model(inputs, layers.Dense(2)(double(inputs)))
+    assert model.layers[1].output_shape == (4,)
+    x = RNG.normal(size=(3, 4)).astype(np.float32)
+    np.testing.assert_allclose(model.predict(x, verbose=0), model.layers[-1](2 * x), atol=1e-6)
+    again = layers.Lambda.from_config(double.get_config())
+    np.testing.assert_array_equal(np.asarray(again(x)), 2 * x)
+    concat = layers.Lambda(lambda x: jnp.concatenate([x, x], axis=-1))
+    assert concat.compute_output_shape((4,)) == (8,)
+
+
+def test_bad_arguments_raise():
+    with pytest.raises(LayerArgumentError, match="output_padding"):
+        layers.Conv2DTranspose(2, 3, strides=2, output_padding=2)
+    with pytest.raises(LayerArgumentError, match="kernel_constraint"):
+        layers.Conv2DTranspose(2, 3, kernel_constraint="non_neg")
+    with pytest.raises(LayerArgumentError, match="depth_multiplier"):
+        layers.DepthwiseConv2D(3, depth_multiplier=0)
+    with pytest.raises(LayerArgumentError, match="groups"):
+        layers.GroupNormalization(groups=0)
+    with pytest.raises(phalanx.errors.LayerShapeError, match="must divide"):
+        layers.GroupNormalization(groups=3)(IMG)
+    with pytest.raises(LayerArgumentError, match="interpolation"):
+        layers.UpSampling2D(interpolation="area")
+    with pytest.raises(LayerArgumentError, match="crop_to_aspect_ratio"):
+        layers.Resizing(4, 4, crop_to_aspect_ratio=True)
+    with pytest.raises(LayerArgumentError, match="both mean= and variance="):
+        layers.Normalization(mean=1.0)
+    with pytest.raises(LayerArgumentError, match="shared_axes"):
+        layers.PReLU(shared_axes=[0])
+    with pytest.raises(phalanx.errors.LayerShapeError, match="nothing would be left"):
+        layers.Cropping1D((5, 5))(SEQ)
+
+
+FAMILIES = {
+    "convolutions": lambda: [
+        layers.Input((6, 6, 2)),
+        layers.Conv2DTranspose(3, 3, strides=2, padding="same"),
+        layers.SeparableConv2D(4, 3, activation="relu"),
+        layers.DepthwiseConv2D(3, depth_multiplier=2),
+        layers.Flatten(),
+        layers.Dense(1),
+    ],
+    "pooling_reshaping": lambda: [
+        layers.Input((6, 6, 2)),
+        layers.Cropping2D(1),
+        layers.UpSampling2D(2),
+        layers.Reshape((64, 2)),
+        layers.MaxPooling1D(2),
+        layers.AveragePooling1D(2),
+        layers.UpSampling1D(2),
+        layers.Cropping1D((1, 1)),
+        layers.GlobalMaxPooling1D(),
+        layers.Dense(1),
+    ],
+    "normalization_preprocessing": lambda: [
+        layers.Input((6, 6, 2)),
+        layers.Rescaling(0.5, 0.1),
+        layers.CenterCrop(4, 4),
+        layers.Normalization(mean=0.2, variance=2.0),
+        layers.Conv2D(4, 3),
+        layers.GroupNormalization(groups=2),
+        layers.PReLU(),
+        layers.Flatten(),
+        layers.RMSNormalization(),
+        layers.UnitNormalization(),
+        layers.ActivityRegularization(l2=0.01),
+        layers.AlphaDropout(0.0),
+        layers.Dense(1),
+    ],
+}
+
+
+@pytest.mark.slow  # one fit per family (3 small models, 2 runs each): the replicas-vs-one check
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_fit_two_replicas_equal_one(family):
+    x = RNG.normal(size=(16, 6, 6, 2)).astype(np.float32)
+    y = RNG.normal(size=(16, 1)).astype(np.float32)
+    runs = []
+    for devices in (jax.devices()[:1], jax.devices()[:2]):
+        with phalanx.MirroredStrategy(devices=devices).scope():
+            phalanx.utils.set_random_seed(0)
+            model = phalanx.Sequential(FAMILIES[family]())
+            model.compile(optimizer="sgd", loss="mse")
+        history = model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+        runs.append((history.history["loss"], model.get_weights()))
+    np.testing.assert_allclose(runs[0][0], runs[1][0], rtol=1e-5)
+    for a, b in zip(runs[0][1], runs[1][1], strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5)
