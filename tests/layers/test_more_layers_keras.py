@@ -252,3 +252,39 @@ def test_fit_two_replicas_equal_one(family):
     np.testing.assert_allclose(runs[0][0], runs[1][0], rtol=1e-5)
     for a, b in zip(runs[0][1], runs[1][1], strict=True):
         np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_string_and_integer_lookup_as_keras_docs():
+    # Keras 3's StringLookup/IntegerLookup need TensorFlow (not a test dependency): the
+    # expected values are the examples of keras.io/api/layers/preprocessing_layers/categorical/
+    data = np.array([[b"a", b"c", b"d"], [b"d", b"z", b"b"]])
+    lookup = layers.StringLookup(vocabulary=["a", "b", "c", "d"])
+    assert lookup(data).tolist() == [[1, 3, 4], [4, 0, 2]]
+    learned = layers.StringLookup()
+    learned.adapt(data)
+    assert learned.get_vocabulary() == ["[UNK]", "d", "z", "c", "b", "a"]
+    masked = layers.StringLookup(vocabulary=["a", "b", "c", "d"], mask_token="")
+    assert masked(np.array([[b"a", b"", b"q"]])).tolist() == [[2, 0, 1]]
+    multi = layers.StringLookup(vocabulary=["a", "b", "c", "d"], output_mode="multi_hot")
+    words = np.array([[b"a", b"c", b"d", b"d"], [b"d", b"z", b"b", b"z"]])
+    assert multi(words).tolist() == [[0, 1, 0, 1, 1], [1, 0, 1, 0, 1]]
+    count = layers.StringLookup(vocabulary=["a", "b", "c", "d"], output_mode="count")
+    assert count(words).tolist() == [[0, 1, 0, 1, 2], [2, 0, 1, 0, 1]]
+    inverse = layers.StringLookup(vocabulary=["a", "b", "c", "d"], invert=True)
+    assert inverse(np.array([[1, 3, 4], [4, 0, 2]])).tolist() == [
+        [b"a", b"c", b"d"],
+        [b"d", b"[UNK]", b"b"],
+    ]
+    ints = layers.IntegerLookup(vocabulary=[12, 36, 1138, 42])
+    assert ints(np.array([[12, 1138, 42], [42, 1000, 36]])).tolist() == [[1, 3, 4], [4, 0, 2]]
+    adapted = layers.IntegerLookup()
+    adapted.adapt(np.array([[12, 1138, 42], [42, 1000, 36]]))
+    assert adapted.get_vocabulary() == [-1, 42, 1138, 1000, 36, 12]
+    again = layers.StringLookup.from_config(masked.get_config())
+    assert again.get_vocabulary() == masked.get_vocabulary()
+    pipeline = phalanx.data.Dataset.from_tensor_slices(data[0]).batch(2).map(lookup)
+    assert [b.tolist() for b in pipeline] == [[1, 3], [4]]
+    with pytest.raises(LayerArgumentError, match="num_oov_indices=2"):
+        layers.StringLookup(num_oov_indices=2)
+    with pytest.raises(LayerArgumentError, match="input pipeline"):
+        jax.jit(lambda a: layers.IntegerLookup(vocabulary=[1])(a))(jnp.ones(2, jnp.int32))

@@ -29,6 +29,8 @@ from ._depthwise_separable import DepthwiseConv1D as DepthwiseConv1D
 from ._depthwise_separable import DepthwiseConv2D as DepthwiseConv2D
 from ._depthwise_separable import SeparableConv1D as SeparableConv1D
 from ._depthwise_separable import SeparableConv2D as SeparableConv2D
+from ._index_lookup import IntegerLookup as IntegerLookup
+from ._index_lookup import StringLookup as StringLookup
 from ._layer import Layer as Layer
 from ._merging import Add as Add
 from ._merging import Average as Average
@@ -154,6 +156,7 @@ __all__ = [
     "GroupNormalization",
     "Input",
     "InputLayer",
+    "IntegerLookup",
     "LSTM",
     "LSTMCell",
     "Lambda",
@@ -188,6 +191,7 @@ __all__ = [
     "Softmax",
     "SpatialDropout1D",
     "SpatialDropout2D",
+    "StringLookup",
     "Subtract",
     "UnitNormalization",
     "UpSampling1D",
