@@ -288,3 +288,36 @@ def test_string_and_integer_lookup_as_keras_docs():
         layers.StringLookup(num_oov_indices=2)
     with pytest.raises(LayerArgumentError, match="input pipeline"):
         jax.jit(lambda a: layers.IntegerLookup(vocabulary=[1])(a))(jnp.ones(2, jnp.int32))
+
+
+def test_keras_files_open_in_keras_and_back(tmp_path):
+    x = RNG.random((2, 6, 6, 2)).astype(np.float32)
+    ours = phalanx.Sequential(
+        [
+            layers.Input((6, 6, 2)),
+            layers.SeparableConv2D(3, 3),
+            layers.GroupNormalization(groups=1),
+            layers.PReLU(),
+            layers.Conv2DTranspose(2, 3, strides=2),
+            layers.Flatten(),
+            layers.Normalization(mean=1.0, variance=2.0),
+            layers.Dense(1),
+        ]
+    )
+    ours.save(tmp_path / "ours.keras")
+    theirs = keras.models.load_model(tmp_path / "ours.keras")
+    np.testing.assert_allclose(theirs.predict(x, verbose=0), ours.predict(x, verbose=0), atol=1e-6)
+    keras_model = keras.Sequential(
+        [
+            keras.Input((6, 6, 2)),
+            keras.layers.DepthwiseConv2D(3),
+            keras.layers.RMSNormalization(),
+            keras.layers.Flatten(),
+            keras.layers.Dense(1),
+        ]
+    )
+    keras_model.save(tmp_path / "theirs.keras")
+    back = phalanx.models.load_model(tmp_path / "theirs.keras")
+    np.testing.assert_allclose(
+        back.predict(x, verbose=0), keras_model.predict(x, verbose=0), atol=1e-6
+    )
