@@ -257,3 +257,23 @@ def test_lambda_callback_warns_on_a_name_like_a_hook():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         callbacks.LambdaCallback(on_test_end=print)
+
+
+def test_learning_rate_scheduler_on_a_model_built_by_fit_as_keras():
+    """A Sequential without Input is built by fit after on_epoch_begin set the first rate."""
+    x = np.linspace(-1, 1, 24, dtype=np.float32).reshape(8, 3)
+    y = x[:, :1] * 3.0
+    ours = phalanx.Sequential([layers.Dense(1, kernel_initializer="ones")])
+    theirs = keras.Sequential([keras.layers.Dense(1, kernel_initializer="ones")])
+    runs = []
+    for lib, model in ((phalanx, ours), (keras, theirs)):
+        model.compile(optimizer=lib.optimizers.SGD(0.1), loss="mse")
+        schedule = lib.callbacks.LearningRateScheduler(lambda epoch, lr: lr * 0.5)
+        history = model.fit(
+            x, y, batch_size=4, epochs=3, shuffle=False, verbose=0, callbacks=[schedule]
+        )
+        runs.append(history.history)
+    assert runs[0]["learning_rate"] == pytest.approx([0.05, 0.025, 0.0125])
+    for key in runs[1]:
+        np.testing.assert_allclose(runs[0][key], runs[1][key], rtol=1e-5, err_msg=key)
+    assert float(ours.optimizer.learning_rate) == pytest.approx(0.0125)

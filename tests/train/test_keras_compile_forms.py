@@ -156,3 +156,21 @@ def test_a_none_loss_leaves_its_outputs_untrained_as_keras():
     )
     for a, b in zip(ours.get_weights(), theirs.get_weights(), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
+def test_a_metric_function_returning_a_scalar_as_keras():
+    def const(y_true, y_pred):
+        return 1.0
+
+    def batch_mean(y_true, y_pred):
+        return (y_pred - y_true).mean()
+
+    ours, theirs = _pair()
+    _compile_both(ours, theirs, kwargs=lambda m: dict(loss="mse", metrics=[const, batch_mean]))
+    args = dict(x=X, y=Y, batch_size=5, verbose=0)  # 4 full batches: no padding
+    a = ours.fit(**args, epochs=2, shuffle=False).history
+    _same_history(a, theirs.fit(**args, epochs=2, shuffle=False).history)
+    assert a["const"] == [1.0, 1.0]
+    _same_logs(ours.evaluate(**args, return_dict=True), theirs.evaluate(**args, return_dict=True))
+    # a short last batch (20 by 8): its padding makes no extra batch
+    assert ours.evaluate(X, Y, batch_size=8, verbose=0, return_dict=True)["const"] == 1.0

@@ -12,6 +12,7 @@ from ..errors import CallbackArgumentError, CheckpointError
 from . import _process
 from ._args import check_path
 from ._callback import Callback, Logs
+from ._step_counter import steps_done
 
 
 def _is_checkpoint(path: str) -> bool:
@@ -247,7 +248,8 @@ class BackupAndRestore(Callback):
             self._preemption.save_checkpoint_if_preempted()
         if self.save_freq == "epoch":
             return
-        previous, self._steps = self._steps, self._epoch_start + batch + 1
+        done = steps_done(batch, self.params.get("steps"))
+        previous, self._steps = self._steps, self._epoch_start + done
         if self._steps // self.save_freq > previous // self.save_freq:
             self._save()
 

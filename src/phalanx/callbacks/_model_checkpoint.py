@@ -13,7 +13,7 @@ from . import _process
 from ._args import check_path
 from ._callback import Logs
 from ._monitor import MonitorCallback
-from ._step_counter import StepCounter
+from ._step_counter import StepCounter, steps_done
 
 
 class ModelCheckpoint(MonitorCallback):
@@ -197,7 +197,9 @@ class ModelCheckpoint(MonitorCallback):
         fields: dict[str, Any] = dict(logs)
         fields["epoch"] = epoch + 1
         if batch is not None and "batch" not in logs:
-            fields["batch"] = batch + 1
+            # the steps done in the epoch: a last, shorter execution's index is Keras's
+            # begin + steps_per_execution - 1, past the epoch's steps
+            fields["batch"] = steps_done(batch, self.params.get("steps"))
         try:
             return self.filepath.format(**fields)
         except KeyError as error:

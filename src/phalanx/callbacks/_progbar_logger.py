@@ -12,6 +12,7 @@ from rich.text import Text
 from . import _process
 from ._callback import Callback, Logs
 from ._progbar import Progbar
+from ._step_counter import steps_done
 
 
 class ProgbarLogger(Callback):
@@ -139,7 +140,7 @@ class ProgbarLogger(Callback):
         )
 
     def _update(self, batch: int, logs: Logs | None) -> None:
-        self.seen = batch + 1  # steps are 0-based
+        self.seen = steps_done(batch, self.target)  # steps are 0-based
         if self.progbar is not None and self.verbose == 1:
             self.progbar.update(self.seen, logs, finalize=False)
 

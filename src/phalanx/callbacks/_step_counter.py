@@ -17,6 +17,7 @@ class StepCounter:
         self.total = 0
         self.previous = 0
         self._epoch_start = 0
+        self._steps_per_epoch: int | None = None
 
     def reset(self) -> None:
         """Back to zero steps (at ``on_train_begin``)."""
@@ -27,13 +28,24 @@ class StepCounter:
         if self.total == 0 and epoch > 0 and steps_per_epoch:
             self.total = self.previous = epoch * steps_per_epoch
         self._epoch_start = self.total
+        self._steps_per_epoch = steps_per_epoch
 
     def end_execution(self, batch: int) -> int:
         """Records an execution ending at step ``batch`` of the epoch; returns the total."""
         self.previous = self.total
-        self.total = self._epoch_start + batch + 1
+        self.total = self._epoch_start + steps_done(batch, self._steps_per_epoch)
         return self.total
 
     def crossed(self, freq: int) -> bool:
         """Whether the last execution reached or passed a multiple of ``freq`` steps."""
         return self.total // freq > self.previous // freq
+
+
+def steps_done(batch: int, steps_per_epoch: int | None) -> int:
+    """The steps of the epoch done when a batch-end hook gets index ``batch``.
+
+    Keras 3 numbers a last, shorter execution as a whole one (7 steps by 3 end
+    at index 8), so the count is clamped to the epoch's steps when they are known.
+    """
+    done = batch + 1
+    return done if not steps_per_epoch else min(done, steps_per_epoch)

@@ -179,7 +179,12 @@ def binary_crossentropy(
     y_true = _float(y_true).astype(y_pred.dtype)
     z = y_pred if from_logits else _as_logits(logits, "sigmoid")
     y_true, y_pred = squeeze_or_expand_to_same_rank(y_true, y_pred)
-    y_true = jnp.broadcast_to(y_true, jnp.broadcast_shapes(y_true.shape, y_pred.shape))
+    if y_true.shape != y_pred.shape:  # Keras 3 raises too (ops.binary_crossentropy)
+        raise LossArgumentError(
+            "binary_crossentropy: arguments `target` and `output` must have the same shape, as "
+            f"Keras 3 requires. Received: target.shape={y_true.shape}, "
+            f"output.shape={y_pred.shape}. Give y the model's output shape."
+        )
     if z is not None:
         z = z if z.ndim == y_pred.ndim else z.reshape(y_pred.shape)
     if label_smoothing:
@@ -462,6 +467,12 @@ class BinaryCrossentropy(Loss):
         super().__init__(name=name or "binary_crossentropy", reduction=reduction)
         self.from_logits = from_logits
         self.label_smoothing = float(label_smoothing)
+
+    def check_shapes(self, y_true_shape, y_pred_shape):
+        t, p = _align_shapes(tuple(y_true_shape), tuple(y_pred_shape))
+        if _compatible(t, p):
+            return None
+        return f"{self.name} needs targets of the outputs' shape (Keras 3 raises too)."
 
     def call(self, y_true, y_pred, logits):
         return binary_crossentropy(

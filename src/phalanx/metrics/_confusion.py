@@ -50,12 +50,28 @@ def _prepare(y_true, y_pred, sample_weight, class_id=None, top_k=None, flat=True
         keep = jnp.sum(jax.nn.one_hot(idx, y_pred.shape[-1]), axis=-2)
         y_pred = y_pred * keep + NEG_INF * (1 - keep)
     if class_id is not None:
+        _check_class_id(class_id, y_pred.shape)
         y_true, y_pred, weight = (a[..., class_id] for a in (y_true, y_pred, weight))
     y_pred = jnp.where(weight != 0, y_pred, 0.0)
     y_true = (y_true != 0).astype(jnp.float32)
     if not flat:
         return y_true, y_pred, weight
     return y_true.ravel(), y_pred.ravel(), weight.ravel()
+
+
+def _check_class_id(class_id: int, shape: tuple) -> None:
+    """``class_id`` indexes the class axis of predictions ``(batch, classes)``, as Keras."""
+    if len(shape) == 1:
+        raise ValueError(
+            "When class_id is provided, y_pred must be a 2D array with shape (num_samples, "
+            f"num_classes), found shape: {shape} (as Keras 3). Give predictions a class axis, "
+            "or drop class_id for a single output."
+        )
+    if not -shape[-1] <= class_id < shape[-1]:
+        raise ValueError(
+            f"class_id={class_id} is not a class of predictions with {shape[-1]} classes "
+            f"(shape {shape}). Use 0 <= class_id < {shape[-1]}."
+        )
 
 
 def confusion_counts(y_true, y_pred, weight, thresholds: jax.Array) -> State:

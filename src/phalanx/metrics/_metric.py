@@ -303,7 +303,8 @@ class MeanMetricWrapper(Mean):
     """The mean over examples of ``fn(y_true, y_pred, **kwargs)`` (Keras's wrapper).
 
     Args:
-      fn: a function returning one value per example (or per element).
+      fn: a function returning one value per example (or per element), or one
+        value for the batch (a scalar, counted as one sample, as Keras).
       name: default ``fn.__name__``.
       dtype: a floating dtype, as Keras's (the state is float32).
       **kwargs: passed to ``fn``.
@@ -322,7 +323,15 @@ class MeanMetricWrapper(Mean):
 
     def increment(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> State:  # type: ignore[override]
         y_true, y_pred = squeeze_or_expand_to_same_rank(jnp.asarray(y_true), jnp.asarray(y_pred))
-        return super().increment(self.fn(y_true, y_pred, **self.kwargs), sample_weight)
+        values = self.fn(y_true, y_pred, **self.kwargs)
+        if jnp.ndim(values) == 0:  # one value for the batch (a Python float too): one sample,
+            # as Keras's Mean; a batch (a replica's piece) of padding only does not count.
+            seen = jnp.float32(1.0)
+            if sample_weight is not None:
+                seen = jnp.any(jnp.asarray(sample_weight) > 0).astype(jnp.float32)
+            value = jnp.asarray(values, jnp.float32)
+            return {"total": jnp.where(seen > 0, value, 0.0), "count": seen}
+        return super().increment(values, sample_weight)
 
     def update(self, state: State, y_true: Any, y_pred: Any, sample_weight: Any = None) -> State:  # type: ignore[override]
         """Returns ``state`` plus the batch's mean-of-``fn`` contribution."""

@@ -67,6 +67,9 @@ class OptimizerHandle:
     def __init__(self, model: Model, optimizer: Any):
         self._model = model
         self._optimizer = optimizer
+        # A rate set before the model is built (LearningRateScheduler on a Sequential without
+        # an Input): the optimizer state does not exist yet; Trainer._init_state writes it.
+        self.pending_learning_rate: float | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._optimizer, name)
@@ -79,6 +82,8 @@ class OptimizerHandle:
             rate_at = getattr(self._optimizer, "learning_rate_at", schedule)
             return KerasFloat(jax.device_get(rate_at(self._steps())))
         state = self._model._state
+        if state is None and self.pending_learning_rate is not None:
+            return KerasFloat(self.pending_learning_rate)
         if state is not None:
             value = _optimizers.get_learning_rate(state.opt_state)
             if value is not None:
@@ -95,6 +100,11 @@ class OptimizerHandle:
     @learning_rate.setter
     def learning_rate(self, value: float) -> None:
         model = self._model
+        if model._state is None and not model.built:  # no state yet: written once it is
+            # raises as for a built model: a schedule's rate, a NaN rate
+            _optimizers.set_learning_rate(model._config.tx.init({}), float(value))
+            self.pending_learning_rate = float(value)
+            return
         if model._state is None:
             model._init_state()
         opt_state = _optimizers.set_learning_rate(model._state.opt_state, float(value))

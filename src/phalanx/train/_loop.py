@@ -84,8 +84,8 @@ def may_act_per_batch(cbs, kind: str) -> bool:
     ``batch_hooks_read_only_logs = True`` (``History``, ``ProgbarLogger``,
     ``TensorBoard``; and ``BackupAndRestore``, which saves the model's state with
     the position that moves with it, consistent whichever execution has been
-    dispatched); anything else that defines ``on_train_batch_end``
-    (``on_test_batch_end`` in evaluation, ``on_predict_batch_end`` in
+    dispatched); anything else that defines ``on_train_batch_end`` or
+    ``on_batch_end`` (``on_test_batch_end`` in evaluation, ``on_predict_batch_end`` in
     prediction) makes the loop synchronous, so that nothing runs past the
     batch it acted on and the batch hooks come in Keras's order.
     """
@@ -93,14 +93,18 @@ def may_act_per_batch(cbs, kind: str) -> bool:
         return False
     from ..callbacks import Callback
 
-    hook = {"train": "on_train_batch_end", "predict": "on_predict_batch_end"}.get(
-        kind, "on_test_batch_end"
-    )
-    base = getattr(Callback, hook)
+    hooks = {
+        "train": ("on_train_batch_end", "on_batch_end"),  # Keras: on_batch_end counts too
+        "predict": ("on_predict_batch_end",),
+    }.get(kind, ("on_test_batch_end",))
 
     def overrides(cb) -> bool:
-        fn = getattr(cb, hook, base)  # an instance attribute too (LambdaCallback)
-        return getattr(fn, "__func__", fn) is not base
+        for hook in hooks:
+            base = getattr(Callback, hook)
+            fn = getattr(cb, hook, base)  # an instance attribute too (LambdaCallback)
+            if getattr(fn, "__func__", fn) is not base:
+                return True
+        return False
 
     return any(
         overrides(cb)

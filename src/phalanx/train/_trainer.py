@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import optimizers as _optimizers
 from .._random import model_seed
 from ..distribute import get_strategy
 from ..errors import (
@@ -73,6 +74,9 @@ class Trainer(StatelessMethods):
         self._resume: _checkpointing.TrainPosition | None = None
         self._train_signature: tuple | None = None  # the last fit's step shapes (_memory)
         self.stop_training = False
+        # Keras 3: a callback sets these to end evaluate/predict after the current batch.
+        self.stop_evaluating = False
+        self.stop_predicting = False
         self.history = None
         self.optimizer = None
 
@@ -319,6 +323,12 @@ class Trainer(StatelessMethods):
             rng=jax.random.key(config.seed),
             label_check=_step.fresh_label_check(),
         )
+        pending_lr = getattr(self.optimizer, "pending_learning_rate", None)
+        if pending_lr is not None:  # set before the model was built (LearningRateScheduler)
+            state = state._replace(
+                opt_state=_optimizers.set_learning_rate(state.opt_state, pending_lr)
+            )
+            self.optimizer.pending_learning_rate = None
         if self._pending is not None:  # a checkpoint restored before the state existed
             manifest, arrays = self._pending
             state = _checkpointing.load_state(state, manifest, arrays)
@@ -554,7 +564,7 @@ class Trainer(StatelessMethods):
             return dev_logs
 
         def stop() -> bool:
-            return kind == "train" and self.stop_training
+            return self.stop_training if kind == "train" else self.stop_evaluating
 
         logs: dict = {}
         for ex, logs in _loop.pipelined(
@@ -567,7 +577,7 @@ class Trainer(StatelessMethods):
         ):
             if kind == "train" and self._position.step == ex.first_step + ex.steps:
                 self._position = self._position._replace(logs=logs)
-            end(ex.first_step + ex.steps - 1, logs)
+            end(_last_step_index(self, ex), logs)
         return logs
 
     def _restored_logs(self, resume) -> dict:
@@ -668,7 +678,9 @@ class Trainer(StatelessMethods):
         """Returns the loss and metrics on the given data (Keras's ``evaluate``).
 
         Every example counts exactly once: a short last batch is padded and
-        masked, so the result equals one device's over the same examples.
+        masked, so the result equals one device's over the same examples. A
+        callback that sets ``model.stop_evaluating = True`` ends it after the
+        current execution, as Keras 3 (``model.stop_predicting`` for ``predict``).
         """
         self._require_compiled("evaluate", by_user=True)
         self._check_current_strategy("evaluate")
@@ -689,6 +701,7 @@ class Trainer(StatelessMethods):
         return _format_logs(logs, return_dict)
 
     def _evaluate_adapter(self, adapter, cbs, *, where: str) -> dict:
+        self.stop_evaluating = False  # Keras 3: each evaluate (and validation) starts anew
         if cbs is not None:
             cbs.on_test_begin()
         saved = self._state
@@ -725,6 +738,7 @@ class Trainer(StatelessMethods):
             steps_name="steps",
         )
         cbs = self._callbacks(callbacks, verbose, epochs=1, steps=adapter.steps_per_epoch)
+        self.stop_predicting = False
         cbs.on_predict_begin()
         executions = self._prepared(adapter, 0, where=None)
 
@@ -742,10 +756,17 @@ class Trainer(StatelessMethods):
 
         outputs = []
         ahead = not _loop.may_act_per_batch(cbs, "predict")
-        for ex, parts in _loop.pipelined(executions, dispatch, fetch, phase="predict", ahead=ahead):
+        for ex, parts in _loop.pipelined(
+            executions,
+            dispatch,
+            fetch,
+            phase="predict",
+            should_stop=lambda: self.stop_predicting,
+            ahead=ahead,
+        ):
             outputs.extend(parts)
             batch = jax.tree.map(lambda *p: np.concatenate(p), *parts)  # Keras: this execution's
-            cbs.on_predict_batch_end(ex.first_step + ex.steps - 1, {"outputs": batch})
+            cbs.on_predict_batch_end(_last_step_index(self, ex), {"outputs": batch})
         cbs.on_predict_end()
         if not outputs:
             raise ValueError("predict got no input batches: the input is empty.")
@@ -853,6 +874,14 @@ def _compute_dtype(strategy):
     from ..mixed_precision._policy import compute_dtype  # the global policy, else the strategy's
 
     return compute_dtype(strategy)
+
+
+def _last_step_index(model: Trainer, ex) -> int:
+    """The batch index the batch-end hooks get for an execution, as Keras 3's EpochIterator:
+    its first step + ``steps_per_execution`` - 1, also for a last, shorter execution
+    (7 steps by 3: 2, 5, 8). phalanx's step-counting callbacks clamp it to ``params["steps"]``.
+    """
+    return ex.first_step + model.steps_per_execution - 1
 
 
 def _hooks(cbs, kind):
