@@ -174,3 +174,45 @@ def test_a_metric_function_returning_a_scalar_as_keras():
     _same_logs(ours.evaluate(**args, return_dict=True), theirs.evaluate(**args, return_dict=True))
     # a short last batch (20 by 8): its padding makes no extra batch
     assert ours.evaluate(X, Y, batch_size=8, verbose=0, return_dict=True)["const"] == 1.0
+
+
+class _Probe(layers.Layer):
+    """Records the type of what its ``call`` sees: a tracer of a compiled step, or not."""
+
+    def call(self, inputs, **kwargs):
+        SEEN.append(type(inputs).__name__)
+        return inputs
+
+
+SEEN: list = []
+
+
+def test_run_eagerly_runs_the_steps_uncompiled_as_keras():
+    """Keras's JAX backend runs the step un-jitted: call runs at every step. Same numbers.
+
+    Eager steps are slow (op by op): 2 training steps and 1 prediction batch.
+    """
+    results = []
+    for kwargs in (dict(run_eagerly=True), {}):
+        SEEN.clear()
+        model = phalanx.Sequential([layers.Input(shape=(3,)), layers.Dense(2), _Probe()])
+        model.compile(optimizer="sgd", loss="mse", steps_per_execution=2, **kwargs)
+        history = model.fit(X[:4], Y[:4], batch_size=2, shuffle=False, verbose=0).history
+        results.append((history["loss"], model.predict(X[:4], batch_size=4, verbose=0), list(SEEN)))
+    (eager, eager_out, eager_seen), (jitted, jitted_out, jitted_seen) = results
+    np.testing.assert_allclose(eager, jitted, rtol=1e-6)
+    np.testing.assert_allclose(eager_out, jitted_out, rtol=1e-6)
+    # each training step's call ran (its values wrapped by the gradient's tracer, as Keras's)
+    assert eager_seen.count("LinearizeTracer") == 2
+    assert "DynamicJaxprTracer" not in eager_seen and "DynamicJaxprTracer" in jitted_seen
+    assert model.run_eagerly is False
+    model.run_eagerly = True  # settable, as Keras's
+    assert model.run_eagerly is True
+    model.compile(optimizer="sgd", loss="mse", jit_compile=False)  # Keras: un-jitted too
+    assert model.run_eagerly is True
+
+
+def test_run_eagerly_must_be_a_bool():
+    model = phalanx.Sequential([layers.Input(shape=(3,)), layers.Dense(1)])
+    with pytest.raises(ValueError, match="run_eagerly must be True or False, got 'yes'"):
+        model.compile(loss="mse", run_eagerly="yes")

@@ -49,9 +49,9 @@ def compile_config(model: Any) -> dict | None:
             "weighted_metrics": None
             if args.get("weighted_metrics") is None
             else [_entry(m, "keras.metrics") for m in args["weighted_metrics"]],
-            "run_eagerly": False,
+            "run_eagerly": args.get("run_eagerly", False),
             "steps_per_execution": args["steps_per_execution"],
-            "jit_compile": True,
+            "jit_compile": args.get("jit_compile", True),
         }
     except _NotSerializable:
         return None

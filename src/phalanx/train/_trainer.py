@@ -93,6 +93,7 @@ class Trainer(StatelessMethods):
         seed: int | None = None,
         loss_weights: Any = None,
         weighted_metrics: Sequence[Any] | None = None,
+        run_eagerly: bool = False,
     ) -> None:
         """Configures the model for training (Keras's ``compile``).
 
@@ -108,9 +109,13 @@ class Trainer(StatelessMethods):
           steps_per_execution: the number of training steps fused into one compiled
             program (``lax.scan``); callbacks and the progress bar see each
             execution once, with every step counted.
-          jit_compile: True, False or ``"auto"``, as Keras. Every step is compiled by
-            XLA whichever is given: ``False`` logs a warning and compiles anyway
-            (debug a step eagerly with ``model(x)`` or ``jax.disable_jit()``).
+          jit_compile: True, False or ``"auto"``, as Keras. ``False`` runs the steps
+            un-jitted, as ``run_eagerly=True``.
+          run_eagerly: run ``fit``/``evaluate``/``predict``'s steps without compiling
+            them (``jax.disable_jit()``), as Keras's JAX backend does: ``print`` and
+            ``pdb`` in a layer's ``call`` run at every step, on the values of each
+            replica's piece (inside the gradient they are JAX tracers wrapping the
+            values, as in Keras). Much slower: for debugging.
           seed: the seed of the dropout keys and of ``fit``'s shuffling; default 0,
             or drawn from ``phalanx.utils.set_random_seed``'s stream once it was called.
           loss_weights: with a loss per output (a list or dict), the weight of
@@ -124,6 +129,8 @@ class Trainer(StatelessMethods):
           ScopeError: the model belongs to another strategy than the current one.
         """
         _check_jit_compile(jit_compile)
+        _check_run_eagerly(run_eagerly)
+        self._run_eagerly = bool(run_eagerly) or jit_compile is False
         self._adopt_current_strategy()
         self._predict_only = False
         self._losses_run = False  # fit/evaluate since compile (Keras's metrics_names)
@@ -134,6 +141,8 @@ class Trainer(StatelessMethods):
             "loss_weights": loss_weights,
             "weighted_metrics": weighted_metrics,
             "steps_per_execution": steps_per_execution,
+            "run_eagerly": bool(run_eagerly),
+            "jit_compile": jit_compile is not False,
         }
         self._config = resolve_compile(
             optimizer,
@@ -216,6 +225,17 @@ class Trainer(StatelessMethods):
             "strategy.scope() or outside any scope, or create and compile the model inside "
             "this strategy's scope."
         )
+
+    @property
+    def run_eagerly(self) -> bool:
+        """Whether the steps run un-jitted (``compile(run_eagerly=True)`` or ``jit_compile=False``);
+        settable, as Keras's, and taking effect from the next execution."""
+        return getattr(self, "_run_eagerly", False)
+
+    @run_eagerly.setter
+    def run_eagerly(self, value: bool) -> None:
+        _check_run_eagerly(value)
+        self._run_eagerly = bool(value)
 
     @property
     def steps_per_execution(self) -> int:
@@ -374,6 +394,8 @@ class Trainer(StatelessMethods):
             self._programs[key] = _step.fused_program(
                 kind, self._step_config, self._strategy.mesh, resident=resident
             )
+        if self.run_eagerly:
+            return _uncompiled(self._programs[key])
         return self._programs[key]
 
     # -- input --------------------------------------------------------------
@@ -942,20 +964,32 @@ def _check_verbose(verbose) -> None:
 
 
 def _check_jit_compile(jit_compile) -> None:
-    """Keras's ``jit_compile``: True, False or "auto". phalanx compiles every step with XLA."""
+    """Keras's ``jit_compile``: True, False (the steps run un-jitted) or "auto"."""
     if isinstance(jit_compile, bool | np.bool_) or jit_compile == "auto":
-        if not jit_compile:
-            log.warning(
-                "phalanx: compile(jit_compile=False) still compiles every step with XLA (JAX "
-                "has no eager training step). Debug a step eagerly with model(x) or inside "
-                "`with jax.disable_jit():`."
-            )
         return
     raise CompileArgumentError(
         f"jit_compile must be True, False or 'auto' (as Keras), got {jit_compile!r} "
-        f"({type(jit_compile).__name__}). phalanx compiles every step with XLA whichever "
-        "is given: leave the default."
+        f"({type(jit_compile).__name__}). Leave the default to compile the steps with XLA, "
+        "or pass False (or run_eagerly=True) to run them un-jitted for debugging."
     )
+
+
+def _check_run_eagerly(run_eagerly) -> None:
+    if not isinstance(run_eagerly, bool | np.bool_):
+        raise CompileArgumentError(
+            f"run_eagerly must be True or False, got {run_eagerly!r} "
+            f"({type(run_eagerly).__name__})."
+        )
+
+
+def _uncompiled(program: Callable) -> Callable:
+    """``program`` run un-jitted: each step's Python (a layer's ``print``, ``pdb``) runs."""
+
+    def run(*args):
+        with jax.disable_jit():
+            return program(*args)
+
+    return run
 
 
 def _check_positive_int(value, name: str) -> None:
