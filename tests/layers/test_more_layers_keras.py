@@ -321,3 +321,29 @@ def test_keras_files_open_in_keras_and_back(tmp_path):
     np.testing.assert_allclose(
         back.predict(x, verbose=0), keras_model.predict(x, verbose=0), atol=1e-6
     )
+
+
+def test_global_average_pooling_1d_takes_the_mask_as_keras():
+    tokens = np.array([[3, 5, 0, 0], [1, 2, 7, 0], [4, 0, 0, 0]])
+
+    def stack(lib):
+        return [
+            lib.layers.Input((4,), dtype="int32"),
+            lib.layers.Embedding(9, 3, mask_zero=True),
+            lib.layers.GlobalAveragePooling1D(),
+            lib.layers.Dense(2),
+        ]
+
+    ours, theirs = phalanx.Sequential(stack(phalanx)), keras.Sequential(stack(keras))
+    ours.build((None, 4))
+    theirs.set_weights(ours.get_weights())
+    np.testing.assert_allclose(
+        ours.predict(tokens, verbose=0), theirs.predict(tokens, verbose=0), atol=1e-6
+    )
+    seq = SEQ[:, :4]
+    mask = tokens[:2] != 0
+    np.testing.assert_allclose(
+        np.asarray(layers.GlobalAveragePooling1D()(seq, mask=mask)),
+        np.asarray(keras.layers.GlobalAveragePooling1D()(seq, mask=mask)),
+        atol=1e-6,
+    )
