@@ -137,6 +137,24 @@ def test_call_receives_training_and_mask_only_when_declared():
     assert seen == [(False, True), (True, True)]
 
 
+def test_a_subclass_of_dense_as_keras_writes_it():
+    class ScaledDense(layers.Dense):
+        def call(self, inputs):
+            return super().call(inputs) * 2.0
+
+    class KerasScaledDense(keras.layers.Dense):
+        def call(self, inputs):
+            return super().call(inputs) * 2.0
+
+    ours, theirs = ScaledDense(3, activation="tanh"), KerasScaledDense(3, activation="tanh")
+    ours(X)
+    theirs(X)
+    theirs.set_weights(ours.get_weights())
+    np.testing.assert_allclose(np.asarray(ours(X)), np.asarray(theirs(X)), atol=1e-6)
+    model = phalanx.Sequential([layers.Input((3,)), ScaledDense(2)])
+    assert model.layers[-1].output_shape == (2,)
+
+
 def test_subclassed_model_with_underscore_attributes_trains():
     class Model(phalanx.Model):
         def __init__(self):

@@ -255,8 +255,9 @@ class Layer(Regularized, nnx.Module):
     def _build(self, input_shape: Shape, rngs: nnx.Rngs) -> None:
         """Creates the nnx children for ``input_shape``; layers without weights do nothing."""
 
-    def call(self, x: jax.Array, *, training: bool, rngs: Any) -> jax.Array:
-        """Applies the built layer to a batch ``x``."""
+    def call(self, x: jax.Array, *, training: bool = False, rngs: Any = None) -> jax.Array:
+        """Applies the built layer to a batch ``x`` (``super().call(inputs)`` works in a
+        subclass of ``Dense`` or a ``Conv``, as Keras)."""
         return self.activation_fn(self.pre_activation(x, training=training, rngs=rngs))
 
     def pre_activation(self, x: jax.Array, *, training: bool, rngs: Any) -> jax.Array:
