@@ -313,6 +313,8 @@ class Functional(nnx.Module):
                     f"Model '{self.name}' input '{name}' expects shape "
                     f"{format_shape(expected)}, received "
                     f"{format_shape(tuple(value.shape[1:]), value.shape[0] if value.ndim else None)}."
+                    f" Give it examples of shape {tuple(expected)}, or build the model for the"
+                    f" data (Input(shape={tuple(value.shape[1:])}))."
                 )
             if layer.dtype is not None:
                 value = value.astype(layer.dtype)

@@ -261,6 +261,11 @@ class Sequential(nnx.Module):
             msg += " Flatten the examples first (x.reshape(len(x), -1)) or add layers.Flatten()."
         elif len(received) == 1 and len(expected) > 1 and received[0] == _prod(expected):
             msg += f" Reshape the examples to {tuple(expected)} (layers.Reshape)."
+        else:
+            msg += (
+                f" Give x examples of shape {tuple(expected)}, or build the model for the data"
+                f" (layers.Input(shape={tuple(received)}))."
+            )
         return msg
 
     def _random_key(self, rngs: Any, index: int) -> Any:

@@ -39,7 +39,7 @@ from ..errors import (
 )
 from ..layers._weights import trainable_filter
 from ..regularizers import _regularizers
-from . import _loop, _memory, _model_parallel, _multi_output, _override, _step
+from . import _first_batch, _loop, _memory, _model_parallel, _multi_output, _override, _step
 from . import _position as _checkpointing
 from . import _programs as _sharded
 from ._compile import CompileConfig, finalize_weights, resolve_compile
@@ -642,6 +642,8 @@ class Trainer(StatelessMethods):
                 shape = jax.tree.leaves(first.xs[0])[0].shape[2:]
             self.build(shape)
         self._init_state()
+        targets = where is not None and getattr(adapter, "has_targets", True) is not False
+        _first_batch.check_first_batch(self, first, with_targets=targets)
         executions = itertools.chain([first], executions)
         if getattr(adapter, "process_local", False) and jax.process_count() > 1:
             executions = _loop.in_step(executions, "input")
