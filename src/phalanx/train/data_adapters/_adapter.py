@@ -924,7 +924,7 @@ def make_adapter(
     # get_data_adapter): the batches are the input's own (issue 13).
     if steps is None:
         _check_finite(x, steps_name)
-    iterable, process_local = _process_input(strategy, x)
+    iterable, process_local = _process_input(strategy, x, shuffle=shuffle, seed=seed)
     return IterableAdapter(
         iterable,
         steps_per_execution=steps_per_execution,
@@ -1002,7 +1002,7 @@ def is_array_like(x) -> bool:
     return bool(leaves) and all(isinstance(a, np.ndarray | jax.Array) for a in leaves)
 
 
-def _process_input(strategy, x) -> tuple[Any, bool]:
+def _process_input(strategy, x, *, shuffle: bool = False, seed: int = 0) -> tuple[Any, bool]:
     """Returns (what to iterate, whether its batches are this process's shares).
 
     A distributed dataset gives its process-local dataset; under several
@@ -1011,7 +1011,11 @@ def _process_input(strategy, x) -> tuple[Any, bool]:
     yields the same global batches on every process.
     """
     from ...data import Dataset
+    from ...utils import PyDataset
+    from ._py_dataset import PyDatasetPasses
 
+    if isinstance(x, PyDataset):
+        return PyDatasetPasses(x, shuffle=shuffle, seed=seed), False
     if strategy._num_processes > 1 and isinstance(x, Dataset):
         x = strategy.experimental_distribute_dataset(x)
     local = getattr(x, "_dataset_for_fit", None)
