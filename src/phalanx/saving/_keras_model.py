@@ -34,6 +34,7 @@ Needs ``h5py`` (``pip install phalanx[keras]``; Keras itself is not needed).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -192,36 +193,68 @@ def load_h5(model: Any, data: bytes, where: str) -> None:
         f = h5py.File(io.BytesIO(data), "r")
     except OSError as e:
         raise KerasFileError(f"{where!r} is not a Keras .weights.h5 file (HDF5): {e}.") from None
-    with f:
+    except _H5_DAMAGE as e:
+        raise KerasFileError(
+            f"{where!r} is damaged: its HDF5 superblock cannot be read ({type(e).__name__}: "
+            f"{e}); write it again."
+        ) from None
+    with f, _damaged(where, "layers"):
         if "layers" not in f:
             raise KerasFileError(f"{where!r} has no 'layers' group: not a Keras 3 weights file.")
         stored = f["layers"]
         for key, layer in _keys(model):
             if not layer.built or not layer.get_weights():
                 continue
-            if key not in stored:
-                raise KerasFileError(
-                    f"{where!r} holds no weights for layer '{layer.name}' "
-                    f"({type(layer).__name__}, key {key!r}); it holds {sorted(stored)}. Load it "
-                    "into a model of the same architecture (same layers, same order)."
-                )
-            expected = layer.get_weights()
-            arrays = []
-            for sub, count in _groups(layer):
-                at = f"layers/{key}/{sub}vars"
-                group = _member(f, at, h5py.Group, where)
-                if len(group) != count:
-                    raise KerasFileError(
-                        f"Layer '{layer.name}' has {count} arrays under {key}/{sub}vars; "
-                        f"{where!r} holds {len(group)}."
-                    )
-                for i in range(count):
-                    want = expected[len(arrays)]
-                    arrays.append(_read(f, f"{at}/{i}", want, where, layer.name))
-            try:
-                layer.set_weights(arrays)
-            except ValueError as e:
-                raise KerasFileError(f"{where!r}, layer '{layer.name}': {e}") from None
+            with _damaged(where, f"layers/{key}"):
+                _load_layer(f, stored, key, layer, where)
+
+
+def _load_layer(f: Any, stored: Any, key: str, layer: Layer, where: str) -> None:
+    h5py = _h5py()
+    if key not in stored:
+        raise KerasFileError(
+            f"{where!r} holds no weights for layer '{layer.name}' "
+            f"({type(layer).__name__}, key {key!r}); it holds {sorted(stored)}. Load it "
+            "into a model of the same architecture (same layers, same order)."
+        )
+    expected = layer.get_weights()
+    arrays = []
+    for sub, count in _groups(layer):
+        at = f"layers/{key}/{sub}vars"
+        group = _member(f, at, h5py.Group, where)
+        if len(group) != count:
+            raise KerasFileError(
+                f"Layer '{layer.name}' has {count} arrays under {key}/{sub}vars; "
+                f"{where!r} holds {len(group)}."
+            )
+        for i in range(count):
+            want = expected[len(arrays)]
+            arrays.append(_read(f, f"{at}/{i}", want, where, layer.name))
+    try:
+        layer.set_weights(arrays)
+    except ValueError as e:
+        raise KerasFileError(f"{where!r}, layer '{layer.name}': {e}") from None
+
+
+#: What h5py raises reading a damaged HDF5 file (a flipped bit in an object header, a
+#: B-tree, a heap or a datatype message): "bad object header version number" (KeyError),
+#: "bad heap free list" (RuntimeError), "Insufficient precision ..." (ValueError), OSError.
+_H5_DAMAGE = (KeyError, RuntimeError, OSError, ValueError, TypeError, OverflowError)
+
+
+@contextlib.contextmanager
+def _damaged(where: str, at: str):
+    """Turns h5py's bare errors while reading ``at`` into a ``KerasFileError`` naming the
+    file and the object whose HDF5 metadata is damaged."""
+    try:
+        yield
+    except KerasFileError:
+        raise
+    except _H5_DAMAGE as e:
+        raise KerasFileError(
+            f"{where!r} is damaged: reading {at!r} failed ({type(e).__name__}: {e}). The "
+            "file's HDF5 structure is corrupt (a flipped bit, a cut copy?); write it again."
+        ) from None
 
 
 def _member(f: Any, at: str, kind: type, where: str) -> Any:
@@ -229,45 +262,74 @@ def _member(f: Any, at: str, kind: type, where: str) -> Any:
     (which could point at another file, or anywhere in this one) or external or virtual
     storage is refused, so a crafted file cannot read other files into the model."""
     h5py = _h5py()
-    node = f
-    for part in at.split("/"):
-        if part not in node:
-            raise KerasFileError(f"{where!r} has no {at!r}: not a Keras 3 weights file.")
-        link = node.get(part, getlink=True)
-        if not isinstance(link, h5py.HardLink):
+    with _damaged(where, at):
+        node = f
+        for part in at.split("/"):
+            if part not in node:
+                raise KerasFileError(f"{where!r} has no {at!r}: not a Keras 3 weights file.")
+            link = node.get(part, getlink=True)
+            if not isinstance(link, h5py.HardLink):
+                raise KerasFileError(
+                    f"{where!r}: {at!r} is reached through an HDF5 {type(link).__name__}; a "
+                    "Keras weights file holds its arrays itself. Refusing to follow it."
+                )
+            node = node[part]
+        if not isinstance(node, kind):
             raise KerasFileError(
-                f"{where!r}: {at!r} is reached through an HDF5 {type(link).__name__}; a "
-                "Keras weights file holds its arrays itself. Refusing to follow it."
+                f"{where!r}: {at!r} is an HDF5 {type(node).__name__}, expected a {kind.__name__}."
             )
-        node = node[part]
-    if not isinstance(node, kind):
-        raise KerasFileError(
-            f"{where!r}: {at!r} is an HDF5 {type(node).__name__}, expected a {kind.__name__}."
-        )
-    return node
+        return node
 
 
 def _read(f: Any, at: str, want: np.ndarray, where: str, layer: str) -> np.ndarray:
     """The array at ``at``, its declared shape and dtype checked against the layer's
     ``want`` before a byte is read (a crafted file may declare terabytes)."""
     h5py = _h5py()
-    dataset = _member(f, at, h5py.Dataset, where)
-    if dataset.external or dataset.is_virtual:
+    with _damaged(where, at):
+        dataset = _member(f, at, h5py.Dataset, where)
+        if dataset.external or dataset.is_virtual:
+            raise KerasFileError(
+                f"{where!r}: {at!r} keeps its bytes outside the file "
+                f"({'virtual' if dataset.is_virtual else 'external'} storage); a Keras weights "
+                "file holds its arrays itself. Refusing to read it."
+            )
+        if dataset.dtype.kind not in "biuf" or dataset.dtype.fields is not None:
+            raise KerasFileError(
+                f"{where!r}: {at!r} (layer '{layer}') holds {dataset.dtype}; weights are numbers."
+            )
+        _check_storage(dataset, at, where, h5py)
+        if tuple(dataset.shape) != tuple(np.shape(want)):
+            raise KerasFileError(
+                f"{where!r}, layer '{layer}': {at!r} has shape {tuple(dataset.shape)}, the layer "
+                f"expects {tuple(np.shape(want))}. Load it into a model of the same architecture."
+            )
+        return np.asarray(dataset[()])
+
+
+def _check_storage(dataset: Any, at: str, where: str, h5py: Any) -> None:
+    """Refuses an array whose HDF5 datatype is not a standard integer or IEEE float (a
+    flipped exponent bias or precision reinterprets every value), or whose contiguous
+    storage is not its element count times its item size (a flipped type size)."""
+    t = h5py.h5t
+    standard = (
+        t.IEEE_F16LE, t.IEEE_F32LE, t.IEEE_F64LE, t.IEEE_F16BE, t.IEEE_F32BE, t.IEEE_F64BE,
+        t.STD_I8LE, t.STD_I16LE, t.STD_I32LE, t.STD_I64LE, t.STD_I8BE, t.STD_I16BE,
+        t.STD_I32BE, t.STD_I64BE, t.STD_U8LE, t.STD_U16LE, t.STD_U32LE, t.STD_U64LE,
+        t.STD_U8BE, t.STD_U16BE, t.STD_U32BE, t.STD_U64BE,
+    )  # fmt: skip
+    stored = dataset.id.get_type()
+    if dataset.dtype.kind != "b" and not any(stored.equal(s) for s in standard):
         raise KerasFileError(
-            f"{where!r}: {at!r} keeps its bytes outside the file "
-            f"({'virtual' if dataset.is_virtual else 'external'} storage); a Keras weights "
-            "file holds its arrays itself. Refusing to read it."
+            f"{where!r} is damaged: {at!r} declares a non-standard HDF5 {dataset.dtype} "
+            "type (its datatype message is corrupt?); write it again."
         )
-    if dataset.dtype.kind not in "biuf" or dataset.dtype.fields is not None:
-        raise KerasFileError(
-            f"{where!r}: {at!r} (layer '{layer}') holds {dataset.dtype}; weights are numbers."
-        )
-    if tuple(dataset.shape) != tuple(np.shape(want)):
-        raise KerasFileError(
-            f"{where!r}, layer '{layer}': {at!r} has shape {tuple(dataset.shape)}, the layer "
-            f"expects {tuple(np.shape(want))}. Load it into a model of the same architecture."
-        )
-    return np.asarray(dataset[()])
+    if dataset.chunks is None and dataset.size:
+        size, want = dataset.id.get_storage_size(), dataset.size * dataset.dtype.itemsize
+        if size != want:
+            raise KerasFileError(
+                f"{where!r} is damaged: {at!r} ({dataset.dtype}, shape {dataset.shape}) "
+                f"needs {want} bytes and stores {size}; write it again."
+            )
 
 
 # -- .keras models --------------------------------------------------------------------
@@ -290,7 +352,7 @@ def restore_optimizer(model: Any, data: bytes, where: str) -> None:
     """Makes a ``.keras`` file's ``optimizer/vars`` the compiled ``model``'s optimizer state
     (each array read as the layers' are: hard links only, its shape checked first)."""
     h5py = _h5py()
-    with h5py.File(io.BytesIO(data), "r") as f:
+    with h5py.File(io.BytesIO(data), "r") as f, _damaged(where, "optimizer"):
         if "optimizer" not in f:
             return
         count = len(_member(f, "optimizer/vars", h5py.Group, where))

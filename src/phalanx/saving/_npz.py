@@ -126,9 +126,25 @@ def load(path: str | os.PathLike, state: Any) -> Any:
         with _fs.open(path, "rb") as f, zipfile.ZipFile(f) as archive:
             members = _check_headers(path, archive, expected)
             out = [_read_member(path, archive, members[p], expected[p]) for p in paths]
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error) as e:
+    except WeightsFileError:
+        raise
+    except _DAMAGED as e:
         raise _not_weights(path, f"{type(e).__name__}: {e}") from None
     return jax.tree.unflatten(treedef, out)
+
+
+#: What zipfile raises for a damaged archive: a flipped compression method is a
+#: NotImplementedError, a flipped flag bit says "encrypted" (RuntimeError), a flipped
+#: offset seeks before the start (OSError EINVAL); the rest are BadZipFile/EOFError/zlib.
+_DAMAGED = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    EOFError,
+    zlib.error,
+    NotImplementedError,
+    RuntimeError,
+    OSError,
+)
 
 
 def _not_weights(path: Path, why: str) -> WeightsFileError:
@@ -182,15 +198,15 @@ def _dtype_name(dtype: np.dtype) -> str:
 
 
 def _header(path: Path, archive: zipfile.ZipFile, member: str) -> tuple[tuple[int, ...], np.dtype]:
-    with archive.open(member) as f:
-        try:
+    try:
+        with archive.open(member) as f:
             version = np.lib.format.read_magic(f)
             read = _HEADER_READERS.get(version)
             if read is None:
                 raise ValueError(f"unknown .npy format version {version}")
             shape, _, dtype = read(f)
-        except (ValueError, TypeError, SyntaxError) as e:
-            raise _not_weights(path, f"member {member}: {e}") from None
+    except (ValueError, TypeError, SyntaxError, *_DAMAGED) as e:
+        raise _not_weights(path, f"member {member}: {type(e).__name__}: {e}") from None
     return tuple(shape), dtype
 
 
@@ -201,15 +217,15 @@ _HEADER_READERS = {
 
 
 def _read_member(path: Path, archive: zipfile.ZipFile, member: str, old) -> np.ndarray:
-    with archive.open(member) as f:
-        try:
+    try:
+        with archive.open(member) as f:
             new = np.lib.format.read_array(f, allow_pickle=False)
-        except (ValueError, OSError) as e:
-            key = member[:-4]
-            raise WeightsFileError(
-                f"Weight {key} in {str(path)!r} cannot be read: {e}. The file is truncated or "
-                "damaged; write it again."
-            ) from None
+    except (ValueError, *_DAMAGED) as e:
+        key = member[:-4]
+        raise WeightsFileError(
+            f"Weight {key} in {str(path)!r} cannot be read ({type(e).__name__}: {e}). The file "
+            "is truncated or damaged; write it again."
+        ) from None
     if _is_bfloat16_bytes(new.dtype):
         new = new.view(jnp.bfloat16)
     return new.astype(old.dtype)
