@@ -54,3 +54,24 @@ def test_launch_says_how_the_job_ended(tmp_path):
     assert re.search(r"phalanx launch: all 2 processes exited 0 in [\d.]+ s", run.stderr), (
         run.stderr
     )
+
+
+def test_launch_drops_the_runtimes_noise_lines(tmp_path):
+    """Gloo's per-job connection lines and the C++ preemption notifier's line on a failure
+    (both on the processes' stderr) are not relayed, nor in the failed process's tail."""
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import os, sys\n"
+        "rank = os.environ.get('PHALANX_PROCESS_ID', '0')\n"
+        "print(f'[Gloo] Rank {rank} is connected to 1 peer ranks. Expected number of connected "
+        "peer ranks is : 1', file=sys.stderr)\n"
+        "print('hello', flush=True)\n"
+        "print('E0000 00:00:1733100000.000000   123 preemption_notifier.cc:89] Error: CANCELLED: "
+        "Preemption notifier is being deleted.', file=sys.stderr)\n"
+        "sys.exit(3 if rank == '1' else 0)\n"
+    )
+    run = phalanx("launch", "-n", "2", "--", str(script), timeout=120)
+    assert run.returncode != 0
+    assert "[0] hello" in run.stdout and "[1] hello" in run.stdout, run.stdout
+    both = run.stdout + run.stderr
+    assert "[Gloo]" not in both and "preemption_notifier" not in both, both

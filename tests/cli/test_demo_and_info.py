@@ -29,8 +29,16 @@ def test_demo_trains_reports_and_writes_tensorboard_logs(tmp_path, capsys):
     accuracy = float(out.split("test accuracy: ")[1].split()[0])
     assert accuracy >= 0.9, out
     assert "examples/s" in out
-    assert list((logdir / "train").glob("events.out.tfevents.*"))
-    assert list((logdir / "validation").glob("events.out.tfevents.*"))
+    (run,) = logdir.iterdir()  # a run folder per run, as TensorBoard users expect
+    assert f"TensorBoard logs: {run}  (tensorboard --logdir {logdir})" in out, out
+    assert list((run / "train").glob("events.out.tfevents.*"))
+    assert list((run / "validation").glob("events.out.tfevents.*"))
+    again = ["demo", "--epochs", "2", "--verbose", "0", "--strategy", "mirrored"]
+    assert phalanx.cli.main([*again, "--logdir", str(logdir)]) == 0
+    out = capsys.readouterr().out
+    assert "examples/s (epoch 2, validation included" in out, out  # not "epochs 2-2"
+    runs = sorted(logdir.iterdir())
+    assert len(runs) == 2 and all(list((r / "train").glob("events.*")) for r in runs), runs
 
 
 def test_demo_batch_that_does_not_split_over_the_replicas_trains(capsys):

@@ -179,7 +179,9 @@ def test_a_subclassed_model_is_not_written_as_a_keras_file(tmp_path):
 
     model = Net()
     model.build((3,))
-    with pytest.raises(KerasFileError, match="subclassed model's class is code"):
+    with pytest.raises(KerasFileError, match="subclassed model's class is code") as info:
         model.save(str(tmp_path / "net.keras"))
+    assert "is a subclassed model (class Net): a .keras file" in str(info.value)
+    assert "NetModule" not in str(info.value)  # was "is a Net over NetModule"
     model.save_weights(str(tmp_path / "net.weights.h5"))  # its weights do go to Keras's format
     assert os.path.getsize(tmp_path / "net.weights.h5") > 0

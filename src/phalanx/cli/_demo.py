@@ -11,6 +11,7 @@ accuracy and the training throughput, and writes TensorBoard logs.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -69,7 +70,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--steps-per-execution", type=int, default=1, help="training steps per compiled call"
     )
-    p.add_argument("--logdir", default="logs/demo", help="TensorBoard logs ('' for none)")
+    p.add_argument(
+        "--logdir",
+        default="logs/demo",
+        help="TensorBoard logs, a new run folder in it per run ('' for none)",
+    )
     p.add_argument(
         "--verbose", type=int, default=1, help="0 silent, 1 progress bar, 2 one line per epoch"
     )
@@ -86,12 +91,23 @@ def _load(args):
     return (prep(x), y.astype(np.int32)), (prep(xt), yt.astype(np.int32))
 
 
+def _run_dir(logdir: str) -> str:
+    """A new run folder under ``logdir`` (its start time), so TensorBoard shows each run as
+    its own curve rather than every run's points in one."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    run, n = f"{logdir.rstrip('/')}/{stamp}", 1
+    while "://" not in logdir and os.path.exists(run):
+        n += 1
+        run = f"{logdir.rstrip('/')}/{stamp}-{n}"
+    return run
+
+
 def _throughput(examples: int, seconds: list[float]) -> str:
     """The throughput line: steady epochs when there are any, else says it includes compiling."""
     if len(seconds) > 1:
         rate = examples / statistics.median(seconds[1:])
         return (
-            f"throughput: {rate:,.0f} examples/s (median of epochs 2-{len(seconds)}, "
+            f"throughput: {rate:,.0f} examples/s ({_steady(len(seconds))}, "
             "validation included; epoch 1 compiles)"
         )
     rate = examples / seconds[0]
@@ -99,6 +115,10 @@ def _throughput(examples: int, seconds: list[float]) -> str:
         f"throughput: {rate:,.0f} examples/s over the only epoch, compilation included "
         "(run --epochs 2 or more for the steady rate)"
     )
+
+
+def _steady(epochs: int) -> str:
+    return "epoch 2" if epochs == 2 else f"median of epochs 2-{epochs}"
 
 
 class _EpochTimer:
@@ -176,8 +196,9 @@ def run(args: argparse.Namespace) -> int:
         )
     timer = _EpochTimer()
     callbacks = [timer.callback]
-    if args.logdir:
-        callbacks.append(phalanx.callbacks.TensorBoard(log_dir=args.logdir))
+    run_dir = _run_dir(args.logdir) if args.logdir else None
+    if run_dir:
+        callbacks.append(phalanx.callbacks.TensorBoard(log_dir=run_dir))
     model.fit(
         x,
         y,
@@ -196,6 +217,6 @@ def run(args: argparse.Namespace) -> int:
         f"{_throughput(len(x) - n_val, timer.seconds)}; total time "
         f"{time.perf_counter() - started:.1f} s"
     )
-    if args.logdir:
-        print(f"TensorBoard logs: {args.logdir}  (tensorboard --logdir {args.logdir})")
+    if run_dir:
+        print(f"TensorBoard logs: {run_dir}  (tensorboard --logdir {args.logdir})")
     return 0

@@ -71,6 +71,11 @@ _PEER_LOST = re.compile(
     r"heartbeats|Shutdown barrier|Broken pipe|UNAVAILABLE"
 )
 _NOISE = re.compile(r"^\s*(@\s+0x[0-9a-f]+|\*\*\* Check failure stack trace)")  # absl frames
+# Lines the runtime prints in every job, or on every failure, that tell the user nothing:
+# Gloo's connection count at startup and the C++ preemption notifier's shutdown line.
+_QUIET = re.compile(
+    r"^\[Gloo\] Rank \d+ is connected to \d+ peer ranks|preemption_notifier\.cc:\d+\]"
+)
 # Lines of a process that waited for another one: its watchdog's verdict, or an agreement
 # that timed out (cluster._kv). The launcher names the process waited for, not the waiter.
 _WAITED_FOR = (
@@ -477,6 +482,8 @@ class _Supervisor:
             if not line.endswith(b"\n"):
                 line += b"\n"
             text = line.decode(errors="replace").rstrip("\n")
+            if _QUIET.search(text):
+                continue
             if not _NOISE.match(text):
                 child.tail.append(text)
             with self.lock, contextlib.suppress(OSError, ValueError):

@@ -172,7 +172,15 @@ def model_config(model: Any) -> dict:
             "registered_name": "Functional",
         }
     raise KerasFileError(
-        f"Model {model.name!r} is a {type(model).__name__} over {type(module).__name__}: a "
-        ".keras file describes Sequential and functional models (a subclassed model's class "
+        f"Model {model.name!r} is {_kind(model, module)}: a .keras file describes Sequential and functional models (a subclassed model's class "
         "is code). Save its weights with save_weights('m.weights.h5') instead."
     )
+
+
+def _kind(model: Any, module: Any) -> str:
+    """What the model is, for the refusal: a subclassed model names its class."""
+    from . import _subclassed
+
+    if _subclassed.is_subclassed(model):
+        return f"a subclassed model (class {type(model).__name__})"
+    return f"a Model around the nnx module {type(module).__name__}"
