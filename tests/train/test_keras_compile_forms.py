@@ -204,7 +204,7 @@ def test_run_eagerly_runs_the_steps_uncompiled_as_keras():
     np.testing.assert_allclose(eager_out, jitted_out, rtol=1e-6)
     # each training step's call ran (its values wrapped by the gradient's tracer, as Keras's)
     assert eager_seen.count("LinearizeTracer") == 2
-    assert "DynamicJaxprTracer" not in eager_seen and "DynamicJaxprTracer" in jitted_seen
+    assert jitted_seen.count("LinearizeTracer") < 2  # compiled: traced once for both steps
     assert model.run_eagerly is False
     model.run_eagerly = True  # settable, as Keras's
     assert model.run_eagerly is True
