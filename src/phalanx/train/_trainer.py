@@ -59,6 +59,9 @@ class Trainer(StatelessMethods):
 
     def __init__(self) -> None:
         self._config: CompileConfig | None = None
+        self._state_tree: _step.TrainState | None = None  # the state (``_state``), or None
+        self._state_leaves: list | None = None  # ... as its leaves, while the programs run
+        self._state_def = None
         self._predict_only = False  # compiled by predict() for itself, not by the user
         self._losses_run = False
         self._state: _step.TrainState | None = None
@@ -299,6 +302,64 @@ class Trainer(StatelessMethods):
         return self._config
 
     # -- state --------------------------------------------------------------
+
+    @property
+    def _state(self) -> _step.TrainState | None:
+        """The training state (``TrainState``, placed); None before ``fit`` builds it.
+
+        One state, held as a tree or, between the executions of a loop, as the
+        leaves the programs returned (``_run_program``): each form is made from
+        the other when asked for, never edited apart.
+        """
+        if self._state_tree is None and self._state_leaves is not None:
+            self._state_tree = jax.tree.unflatten(self._state_def, self._state_leaves)
+        return self._state_tree
+
+    @_state.setter
+    def _state(self, state: _step.TrainState | None) -> None:
+        self._state_tree, self._state_leaves = state, None
+
+    def _run_program(self, kind: str, ex, adapter) -> Any:
+        """Runs ``kind``'s program on execution ``ex`` with the state as it is now.
+
+        Train and eval replace the state with the one the program returns and
+        give its device logs; predict gives its outputs. A plain compiled program
+        takes the state as its leaves (``_step.flat_state``); overridden steps,
+        ``run_eagerly`` and the split layouts (``shard_parameters``, a layout
+        map, which compile from the state's tree) take the tree.
+        """
+        resident = ex.data is not None  # ex.xs: batches or indices into ex.data
+        program = self._program(kind, resident, adapter)
+        if isinstance(program, _override.OverrideProgram):
+            out = program.execute(self._state, ex)
+        elif (
+            self.run_eagerly
+            or self._strategy.layout_map is not None
+            or self._strategy.shard_parameters
+        ):
+            out = program(self._state, ex.data, ex.xs, ex.steps)
+        else:
+            return self._run_flat(kind, program, resident, ex)
+        if kind == "predict":
+            return out
+        self._state, logs = out
+        return logs
+
+    def _run_flat(self, kind: str, program: Callable, resident: bool, ex) -> Any:
+        """``_run_program`` for a plain compiled program, the state passed as its leaves."""
+        if self._state_leaves is None:
+            self._state_leaves, self._state_def = jax.tree.flatten(self._state_tree)
+        key = ("flat", kind, resident)
+        entry = self._programs.get(key)
+        if entry is None or not (entry[0] is self._state_def or entry[0] == self._state_def):
+            entry = (self._state_def, _step.flat_state(program, self._state_def, kind))
+            self._programs[key] = entry
+        out = entry[1](self._state_leaves, ex.data, ex.xs, ex.steps)
+        if kind == "predict":
+            return out
+        leaves, logs = out
+        self._state_tree, self._state_leaves = None, leaves
+        return logs
 
     def _init_state(self) -> None:
         if self._state is not None:
@@ -572,11 +633,7 @@ class Trainer(StatelessMethods):
             # step. Training donates it, so the new state replaces it at once; the
             # position moves with it (a checkpoint saves the two together).
             begin(ex.first_step)
-            program = self._program(kind, ex.data is not None, adapter)  # xs: batches or indices
-            if isinstance(program, _override.OverrideProgram):
-                self._state, dev_logs = program.execute(self._state, ex)
-            else:
-                self._state, dev_logs = program(self._state, ex.data, ex.xs, ex.steps)
+            dev_logs = self._run_program(kind, ex, adapter)
             if kind == "train" and ex.first_step == start:  # summary()'s memory analysis
                 self._train_signature = _memory.step_signature(ex)
             if kind == "train":
@@ -768,10 +825,7 @@ class Trainer(StatelessMethods):
 
         def dispatch(ex):
             cbs.on_predict_batch_begin(ex.first_step)
-            program = self._program("predict", ex.data is not None, adapter)
-            if isinstance(program, _override.OverrideProgram):
-                return program.execute(self._state, ex)
-            return program(self._state, ex.data, ex.xs, ex.steps)
+            return self._run_program("predict", ex, adapter)
 
         def fetch(ex, out):
             if isinstance(out, _override.Outputs):  # an overridden predict_step's

@@ -291,6 +291,10 @@ class ArrayAdapter:
             warn_out_of_data()
 
     def _stack(self, block: np.ndarray):
+        if self.resident and not self._placer.multi_process:
+            # The indices as numpy: the program's call places them by its input sharding
+            # in JAX's C++ path, ~0.1 ms less per execution than device_put (issue 24).
+            return block
         if self.resident:
             return self._placer.stacked_put(block)
         safe = np.maximum(block, 0)
