@@ -62,7 +62,7 @@ def main(epochs: int = 15, verbose: int = 2) -> dict:
         y,
         batch_size=8 * strategy.num_replicas_in_sync,
         epochs=epochs,
-        validation_data=(xt, yt),
+        validation_split=0.1,  # held out from the training examples; the test set stays apart
         verbose=verbose,
     )
     test_loss, test_accuracy = model.evaluate(xt, yt, verbose=0)
