@@ -29,3 +29,22 @@ def test_one_epoch_reports_validation_held_out_test_apart_and_compile_included(t
     assert re.search(r"val_accuracy: [\d.]+ - val_loss: [\d.]+", out), out  # Keras 3 order
     assert "(359 test examples, never used in training)" in out
     assert "median" not in out and "compilation included" in out, out
+
+
+def test_no_help_text_holds_markup_backticks():
+    """Every command's --help is plain text: no reST/markdown backticks (issue 30 item 10)."""
+    import argparse
+
+    import phalanx.cli
+
+    def helps(parser, name):
+        yield name, parser.format_help()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, child in action.choices.items():
+                    yield from helps(child, f"{name} {sub}")
+
+    found = {name: text for name, text in helps(phalanx.cli.build_parser(), "phalanx")}
+    assert len(found) >= 6, sorted(found)
+    marked = [name for name, text in found.items() if "`" in text]
+    assert not marked, {name: found[name] for name in marked}

@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="where MNIST's files are (or go); default: $PHALANX_DATA_DIR, else ~/.cache/phalanx/datasets",
     )
     p.add_argument(
-        "--strategy", choices=NAMES, default="auto", help="auto: as `phalanx info` reports"
+        "--strategy", choices=NAMES, default="auto", help="auto: as phalanx info reports"
     )
     p.add_argument(
         "--devices",
