@@ -140,7 +140,7 @@ def test_errors_say_what_to_do(tmp_path):
     )
     spath = str(tmp_path / "constraint.keras")
     strided.save(spath)
-    with pytest.raises(KerasFileError, match="kernel_constraint=.*does not implement"):
+    with pytest.raises(KerasFileError, match="kernel_constraint=.*not supported by phalanx"):
         phalanx.models.load_model(spath)
 
 
