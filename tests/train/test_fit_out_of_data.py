@@ -82,7 +82,10 @@ def test_a_dataset_shorter_than_steps_per_epoch_warns_and_ends_each_epoch_short(
 ):
     model = _model(steps_per_execution)
     history, steps, warned = _fit(model, _three_batches(), steps_per_epoch=5, epochs=3)
-    assert steps.steps == [3, 3, 3]  # Keras 3: 3, 3, 3, a warning each epoch
+    # Keras 3 (keras.utils.PyDataset of 3 batches, steps_per_epoch=5, 3 epochs): batch-end
+    # indices end at 2 with steps_per_execution=1 and at 3 with 2 (an execution's last index
+    # is first + steps_per_execution - 1, also when the data ran out in it); a warning each.
+    assert steps.steps == [2 + steps_per_execution] * 3
     assert warned == 3
     assert history.epoch == [0, 1, 2] and len(history.history["loss"]) == 3
     assert steps.stopped == [False, False, False] and model.stop_training is False

@@ -145,7 +145,7 @@ class _Calls(threading.local):
     context) and the losses ``add_loss`` adds, per layer, as ``[batch]`` vectors."""
 
     def __init__(self):
-        self.stack: list[tuple[Layer, bool, int]] = []
+        self.stack: list[tuple[Layer, bool, Any]] = []
         self.losses: dict[int, list] = {}
         self.shapes_only = 0
 
@@ -155,7 +155,8 @@ class _Calls(threading.local):
     @contextlib.contextmanager
     def calling(self, layer: Layer, training: bool, x: Any):
         leaves = [a for a in jax.tree.leaves(x) if jnp.ndim(a)]
-        batch = int(leaves[0].shape[0]) if leaves else 1
+        # the batch size as JAX has it: an int, or symbolic under jax.export (model.export)
+        batch = leaves[0].shape[0] if leaves else 1
         self.stack.append((layer, training, batch))
         self.losses.pop(id(layer), None)
         try:
