@@ -1,4 +1,5 @@
-"""PolynomialDecay and CosineDecayRestarts against Keras 3's (JAX backend), as its schedule tests."""
+"""Every schedule against Keras 3's (JAX backend), as its schedule tests: the rates, the
+config (with Keras's default names) and a rebuild from it."""
 
 import os
 
@@ -22,6 +23,13 @@ CASES = [
     ("CosineDecayRestarts", (0.1, 10), {}),
     ("CosineDecayRestarts", (0.1, 10), {"t_mul": 1.0, "m_mul": 0.5, "alpha": 0.1}),
     ("CosineDecayRestarts", (1.0, 4), {"t_mul": 3.0, "m_mul": 0.9}),
+    ("ExponentialDecay", (0.1, 10, 0.5), {}),
+    ("ExponentialDecay", (0.1, 10, 0.5), {"staircase": True, "name": "decay"}),
+    ("PiecewiseConstantDecay", ([5, 20], [1.0, 0.5, 0.1]), {}),
+    ("CosineDecay", (0.1, 10), {}),
+    ("CosineDecay", (0.1, 10, 0.1, "cos"), {"warmup_target": 0.5, "warmup_steps": 5}),
+    ("InverseTimeDecay", (0.1, 10, 0.5), {}),
+    ("InverseTimeDecay", (0.1, 10, 0.5, True, "inverse"), {}),
 ]
 
 

@@ -53,6 +53,7 @@ class ExponentialDecay(LearningRateSchedule):
       decay_steps: the steps over which the rate is multiplied by ``decay_rate``.
       decay_rate: the factor per ``decay_steps``.
       staircase: decay at whole multiples of ``decay_steps`` only.
+      name: the schedule's name (Keras's default ``"ExponentialDecay"``).
 
     Example:
       >>> round(float(ExponentialDecay(0.1, 10, 0.5)(20)), 6)
@@ -65,6 +66,7 @@ class ExponentialDecay(LearningRateSchedule):
         decay_steps: int,
         decay_rate: float,
         staircase: bool = False,
+        name: str = "ExponentialDecay",
     ):
         if decay_steps <= 0:
             raise ValueError(f"decay_steps must be > 0, got {decay_steps}.")
@@ -72,6 +74,7 @@ class ExponentialDecay(LearningRateSchedule):
         self.decay_steps = decay_steps
         self.decay_rate = float(decay_rate)
         self.staircase = staircase
+        self.name = name
 
     def __call__(self, step):
         p = jnp.asarray(step, jnp.float32) / self.decay_steps
@@ -86,6 +89,7 @@ class PiecewiseConstantDecay(LearningRateSchedule):
     Args:
       boundaries: increasing step numbers.
       values: one more value than boundaries.
+      name: the schedule's name (Keras's default ``"PiecewiseConstant"``).
 
     Example:
       >>> s = PiecewiseConstantDecay([100, 200], [1.0, 0.5, 0.1])
@@ -93,7 +97,9 @@ class PiecewiseConstantDecay(LearningRateSchedule):
       [1.0, 1.0, 0.5, 0.10000000149011612]
     """
 
-    def __init__(self, boundaries: Sequence[int], values: Sequence[float]):
+    def __init__(
+        self, boundaries: Sequence[int], values: Sequence[float], name: str = "PiecewiseConstant"
+    ):
         if len(values) != len(boundaries) + 1:
             raise ValueError(
                 "PiecewiseConstantDecay needs one more value than boundaries, got "
@@ -101,6 +107,7 @@ class PiecewiseConstantDecay(LearningRateSchedule):
             )
         self.boundaries = list(boundaries)
         self.values = [float(v) for v in values]
+        self.name = name
 
     def __call__(self, step):
         index = jnp.sum(jnp.asarray(step) > jnp.asarray(self.boundaries))
@@ -118,6 +125,7 @@ class CosineDecay(LearningRateSchedule):
       initial_learning_rate: the rate at step 0.
       decay_steps: the steps of the cosine decay.
       alpha: the final rate as a fraction of the decayed-from rate.
+      name: the schedule's name (Keras's default ``"CosineDecay"``).
       warmup_target: the rate reached after the warm-up, or None for no warm-up.
       warmup_steps: the steps of the linear warm-up.
 
@@ -132,6 +140,7 @@ class CosineDecay(LearningRateSchedule):
         initial_learning_rate: float,
         decay_steps: int,
         alpha: float = 0.0,
+        name: str = "CosineDecay",
         warmup_target: float | None = None,
         warmup_steps: int = 0,
     ):
@@ -140,6 +149,7 @@ class CosineDecay(LearningRateSchedule):
         self.initial_learning_rate = float(initial_learning_rate)
         self.decay_steps = decay_steps
         self.alpha = float(alpha)
+        self.name = name
         self.warmup_target = warmup_target
         self.warmup_steps = warmup_steps
 
@@ -169,15 +179,24 @@ class InverseTimeDecay(LearningRateSchedule):
       decay_steps: the step scale.
       decay_rate: the decay factor.
       staircase: decay at whole multiples of ``decay_steps`` only.
+      name: the schedule's name (Keras's default ``"InverseTimeDecay"``).
     """
 
-    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False):
+    def __init__(
+        self,
+        initial_learning_rate,
+        decay_steps,
+        decay_rate,
+        staircase=False,
+        name: str = "InverseTimeDecay",
+    ):
         if decay_steps <= 0:
             raise ValueError(f"decay_steps must be > 0, got {decay_steps}.")
         self.initial_learning_rate = float(initial_learning_rate)
         self.decay_steps = decay_steps
         self.decay_rate = float(decay_rate)
         self.staircase = staircase
+        self.name = name
 
     def __call__(self, step):
         p = jnp.asarray(step, jnp.float32) / self.decay_steps
