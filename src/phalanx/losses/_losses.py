@@ -253,12 +253,35 @@ class Loss:
 
     #: Which accuracy ``"accuracy"`` means with this loss (Keras's rule), or None.
     accuracy_kind: str | None = None
+    #: The constructor arguments ``get_config`` returns besides ``name`` and ``reduction``.
+    config_keys: tuple[str, ...] = ()
 
-    def __init__(self, *, name: str | None = None, reduction: str | None = "sum_over_batch_size"):
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        reduction: str | None = "sum_over_batch_size",
+        dtype: Any = None,
+    ):
         reduction = "none" if reduction is None else reduction
         Reduction.validate(reduction)
+        if dtype is not None and jnp.dtype(dtype) != jnp.float32:
+            raise LossArgumentError(
+                f"{type(self).__name__}(dtype={dtype!r}): phalanx computes losses in float32 "
+                "(under mixed precision too); leave dtype None."
+            )
         self.name = name
         self.reduction = reduction
+
+    def get_config(self) -> dict[str, Any]:
+        """Keras's config: ``name``, ``reduction`` and the loss's own arguments."""
+        extra = {key: getattr(self, key) for key in self.config_keys}
+        return {"name": self.name, "reduction": self.reduction, **extra}
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> Loss:
+        """The loss ``get_config`` described (Keras's ``from_config``)."""
+        return cls(**config)
 
     def call(self, y_true: jax.Array, y_pred: jax.Array, logits: Logits | None) -> jax.Array:
         """Returns Keras's unreduced loss (the class/feature axis reduced)."""
@@ -357,6 +380,16 @@ def _compatible(t: tuple, p: tuple) -> bool:
     )
 
 
+def _last_axis_only(loss: Loss, axis: Any) -> int:
+    """``axis`` of a cross-entropy: Keras's default, the last axis, is what phalanx has."""
+    if axis != -1 or isinstance(axis, bool):
+        raise LossArgumentError(
+            f"{type(loss).__name__}(axis={axis!r}) is not supported by phalanx: the class axis "
+            "is the last one (axis=-1). Move the class axis last (jnp.moveaxis) in the model."
+        )
+    return -1
+
+
 class SparseCategoricalCrossentropy(Loss):
     """Cross-entropy for integer labels, ``[batch]`` or ``[batch, 1]``, against class scores.
 
@@ -373,10 +406,27 @@ class SparseCategoricalCrossentropy(Loss):
     """
 
     accuracy_kind = "sparse_categorical"
+    config_keys = ("from_logits", "ignore_class")
 
-    def __init__(self, from_logits: bool = False, *, name=None, reduction="sum_over_batch_size"):
-        super().__init__(name=name or "sparse_categorical_crossentropy", reduction=reduction)
+    def __init__(
+        self,
+        from_logits: bool = False,
+        ignore_class: int | None = None,
+        *,
+        name=None,
+        reduction="sum_over_batch_size",
+        dtype=None,
+    ):
+        super().__init__(
+            name=name or "sparse_categorical_crossentropy", reduction=reduction, dtype=dtype
+        )
+        if ignore_class is not None:
+            raise LossArgumentError(
+                f"SparseCategoricalCrossentropy(ignore_class={ignore_class!r}) is not supported "
+                "by phalanx; give the examples of that class sample_weight 0 instead."
+            )
         self.from_logits = from_logits
+        self.ignore_class = ignore_class
 
     def call(self, y_true, y_pred, logits):
         return sparse_categorical_crossentropy(y_true, y_pred, self.from_logits, logits=logits)
@@ -419,13 +469,22 @@ class CategoricalCrossentropy(Loss):
     """
 
     accuracy_kind = "categorical"
+    config_keys = ("from_logits", "label_smoothing", "axis")
 
     def __init__(
-        self, from_logits=False, label_smoothing=0.0, *, name=None, reduction="sum_over_batch_size"
+        self,
+        from_logits=False,
+        label_smoothing=0.0,
+        axis=-1,
+        *,
+        name=None,
+        reduction="sum_over_batch_size",
+        dtype=None,
     ):
-        super().__init__(name=name or "categorical_crossentropy", reduction=reduction)
+        super().__init__(name=name or "categorical_crossentropy", reduction=reduction, dtype=dtype)
         self.from_logits = from_logits
         self.label_smoothing = float(label_smoothing)
+        self.axis = _last_axis_only(self, axis)
 
     def call(self, y_true, y_pred, logits):
         return categorical_crossentropy(
@@ -460,13 +519,22 @@ class BinaryCrossentropy(Loss):
     """
 
     accuracy_kind = "binary"
+    config_keys = ("from_logits", "label_smoothing", "axis")
 
     def __init__(
-        self, from_logits=False, label_smoothing=0.0, *, name=None, reduction="sum_over_batch_size"
+        self,
+        from_logits=False,
+        label_smoothing=0.0,
+        axis=-1,
+        *,
+        name=None,
+        reduction="sum_over_batch_size",
+        dtype=None,
     ):
-        super().__init__(name=name or "binary_crossentropy", reduction=reduction)
+        super().__init__(name=name or "binary_crossentropy", reduction=reduction, dtype=dtype)
         self.from_logits = from_logits
         self.label_smoothing = float(label_smoothing)
+        self.axis = _last_axis_only(self, axis)
 
     def check_shapes(self, y_true_shape, y_pred_shape):
         t, p = _align_shapes(tuple(y_true_shape), tuple(y_pred_shape))
@@ -488,8 +556,8 @@ class MeanSquaredError(Loss):
       reduction: see :class:`Loss`.
     """
 
-    def __init__(self, *, name=None, reduction="sum_over_batch_size"):
-        super().__init__(name=name or "mean_squared_error", reduction=reduction)
+    def __init__(self, *, name=None, reduction="sum_over_batch_size", dtype=None):
+        super().__init__(name=name or "mean_squared_error", reduction=reduction, dtype=dtype)
 
     def call(self, y_true, y_pred, logits):
         return mean_squared_error(y_true, y_pred)
@@ -503,8 +571,8 @@ class MeanAbsoluteError(Loss):
       reduction: see :class:`Loss`.
     """
 
-    def __init__(self, *, name=None, reduction="sum_over_batch_size"):
-        super().__init__(name=name or "mean_absolute_error", reduction=reduction)
+    def __init__(self, *, name=None, reduction="sum_over_batch_size", dtype=None):
+        super().__init__(name=name or "mean_absolute_error", reduction=reduction, dtype=dtype)
 
     def call(self, y_true, y_pred, logits):
         return mean_absolute_error(y_true, y_pred)
@@ -519,8 +587,12 @@ class Huber(Loss):
       reduction: see :class:`Loss`.
     """
 
-    def __init__(self, delta: float = 1.0, *, name=None, reduction="sum_over_batch_size"):
-        super().__init__(name=name or "huber_loss", reduction=reduction)
+    config_keys = ("delta",)  # Keras 3's config leaves delta out; phalanx keeps it
+
+    def __init__(
+        self, delta: float = 1.0, *, name=None, reduction="sum_over_batch_size", dtype=None
+    ):
+        super().__init__(name=name or "huber_loss", reduction=reduction, dtype=dtype)
         self.delta = float(delta)
 
     def call(self, y_true, y_pred, logits):

@@ -222,8 +222,7 @@ class _Wrapper(Loss):
     align = True  # Keras's LossFunctionWrapper aligns the ranks first (squeeze or expand)
 
     def __init__(self, *, name=None, reduction="sum_over_batch_size", dtype=None, **kwargs):
-        super().__init__(name=name or self.default_name, reduction=reduction)
-        self.dtype = dtype
+        super().__init__(name=name or self.default_name, reduction=reduction, dtype=dtype)
         self._fn_kwargs = kwargs
         for key, value in kwargs.items():
             setattr(self, key, value)
