@@ -268,15 +268,28 @@ class _Supervisor:
         lines do not show a lost peer, then the earliest.
         """
         failed = [first]
-        end = time.monotonic() + _SETTLE_S
-        while self._running() and time.monotonic() < end:
-            with contextlib.suppress(queue.Empty):
-                child = self.exits.get(timeout=_POLL_S)
-                if child.popen.returncode != 0:
-                    failed.append(child)
-        for child in failed:
-            if child.reader:
-                child.reader.join(timeout=0.5)
+
+        def settle(seconds: float, until_one_left: bool = False) -> None:
+            end = time.monotonic() + seconds
+            while self._running() and time.monotonic() < end:
+                if until_one_left and self.left:
+                    return
+                with contextlib.suppress(queue.Empty):
+                    child = self.exits.get(timeout=_POLL_S)
+                    if child.popen.returncode != 0:
+                        failed.append(child)
+                    else:  # it exited 0: the peer the failed ones lost may be this one
+                        self.left.append((child, time.time()))
+            for child in failed:
+                if child.reader:
+                    child.reader.join(timeout=0.5)
+
+        settle(_SETTLE_S)
+        if not self.left and all(_lost_a_peer(c) for c in failed):
+            # Every failure lost a peer and nobody failed on their own: a process that
+            # finished early may still be ending (JAX's shutdown waits for its peers), and
+            # it is the one to name; give it a few seconds to exit.
+            settle(LEFT_EARLY_S, until_one_left=True)
         self.failed = failed
         return min(failed, key=lambda c: (_lost_a_peer(c), c.exited_at))
 
