@@ -15,8 +15,12 @@ from ..io._example import Int64List as Int64List
 from ..io._example import serialize_example as serialize_example
 from ..io._parse_example import FixedLenFeature as FixedLenFeature
 from ..io._parse_example import FixedLenSequenceFeature as FixedLenSequenceFeature
-from ..io._parse_example import RaggedTensor as RaggedTensor
-from ..io._parse_example import SparseTensor as SparseTensor
+from ..io._composite import RaggedTensor as RaggedTensor
+from ..io._composite import RaggedTensorSpec as RaggedTensorSpec
+from ..io._composite import SparseTensor as SparseTensor
+from ..io._composite import SparseTensorSpec as SparseTensorSpec
+from ..io._parse_example import RaggedFeature as RaggedFeature
+from ..io._parse_example import SparseFeature as SparseFeature
 from ..io._parse_example import VarLenFeature as VarLenFeature
 from ..io._parse_example import parse_example as parse_example
 from ..io._parse_example import parse_single_example as parse_single_example
@@ -63,8 +67,12 @@ __all__ = [
     "FixedLengthRecordDataset",
     "FloatList",
     "Int64List",
+    "RaggedFeature",
     "RaggedTensor",
+    "RaggedTensorSpec",
+    "SparseFeature",
     "SparseTensor",
+    "SparseTensorSpec",
     "TFRecordDataset",
     "TFRecordOptions",
     "TFRecordWriter",

@@ -142,7 +142,7 @@ class MapDataset(Dataset):
         if in_spec and in_spec[0].shape and in_spec[0].shape[0] is None and lead:
 
             def relax(s):
-                return st.TensorSpec((None, *s.shape[1:]), s.dtype) if s.shape[:1] == lead else s
+                return st.with_leading_none(s) if s.shape and s.shape[:1] == lead else s
 
             spec = st.map_structure(relax, spec)
         return spec

@@ -13,6 +13,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import ComponentLengthError, DatasetFunctionError, StructureMismatchError
+from ..io._composite import RaggedTensor, RaggedTensorSpec, SparseTensor, SparseTensorSpec
+
+#: Leaves that are not one numpy array: host-side sparse and ragged values.
+COMPOSITES = (SparseTensor, RaggedTensor)
 
 LEAF = None  # the tree definition of a single leaf
 
@@ -121,7 +125,7 @@ def to_array(x: Any) -> Any:
     ``'S'`` dtype drops trailing zero bytes, which corrupts serialized records
     (a ``tf.string`` keeps every byte).
     """
-    if isinstance(x, np.ndarray | np.generic):
+    if isinstance(x, np.ndarray | np.generic | SparseTensor | RaggedTensor):
         return x
     try:
         a = np.asarray(x)
@@ -257,8 +261,27 @@ def shapes_compatible(a: tuple | None, b: tuple | None) -> bool:
 
 
 def spec_of(element: Any) -> Any:
-    """The nest of ``TensorSpec`` describing one element."""
-    return map_structure(TensorSpec.from_value, element)
+    """The nest of ``TensorSpec`` (``SparseTensorSpec``, ``RaggedTensorSpec``) describing one element."""
+    return map_structure(leaf_spec, element)
+
+
+def leaf_spec(value: Any) -> Any:
+    """The spec of one leaf: ``TensorSpec``, or the spec of a sparse or ragged value."""
+    if isinstance(value, SparseTensor):  # its dense shape is data, as TF's parse ops say
+        return SparseTensorSpec((None,) * len(value.dense_shape), value.dtype)
+    if isinstance(value, RaggedTensor):
+        return RaggedTensorSpec.from_value(value)
+    return TensorSpec.from_value(value)
+
+
+def with_leading_none(spec: Any) -> Any:
+    """``spec`` with its first dimension unknown (a batch dimension that varies)."""
+    if spec.shape is None or not spec.shape:
+        return spec
+    shape = (None, *spec.shape[1:])
+    if isinstance(spec, RaggedTensorSpec):
+        return RaggedTensorSpec(shape, spec.dtype, spec.ragged_rank, spec.row_splits_dtype)
+    return type(spec)(shape, spec.dtype)
 
 
 def call_unpacked(fn: Callable[..., Any], element: Any) -> Any:

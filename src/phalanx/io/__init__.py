@@ -12,14 +12,22 @@ wherever a local path does. ``gs://`` needs ``pip install "phalanx[gcs]"``,
 ``makedirs``, ``GFile`` ...) for the seeds' one-line ports. ``tf.io``'s
 TFRecord and Example names (``parse_single_example``, ``parse_example``,
 ``FixedLenFeature``, ``VarLenFeature``, ``FixedLenSequenceFeature``,
-``TFRecordWriter``, ``TFRecordOptions``) live here; ``phalanx.data`` re-exports
+``SparseFeature``, ``RaggedFeature``, ``TFRecordWriter``, ``TFRecordOptions``)
+and the host-side values they parse to (``SparseTensor``, ``RaggedTensor`` and
+their ``SparseTensorSpec``/``RaggedTensorSpec``) live here; ``phalanx.data`` re-exports
 them as the same objects: ``phalanx.io.parse_single_example is
 phalanx.data.parse_single_example``.
 """
 
 from . import gfile as gfile
+from ._composite import RaggedTensor as RaggedTensor
+from ._composite import RaggedTensorSpec as RaggedTensorSpec
+from ._composite import SparseTensor as SparseTensor
+from ._composite import SparseTensorSpec as SparseTensorSpec
 from ._parse_example import FixedLenFeature as FixedLenFeature
 from ._parse_example import FixedLenSequenceFeature as FixedLenSequenceFeature
+from ._parse_example import RaggedFeature as RaggedFeature
+from ._parse_example import SparseFeature as SparseFeature
 from ._parse_example import VarLenFeature as VarLenFeature
 from ._parse_example import parse_example as parse_example
 from ._parse_example import parse_single_example as parse_single_example
@@ -29,6 +37,12 @@ from ._tfrecord import TFRecordWriter as TFRecordWriter
 __all__ = [
     "FixedLenFeature",
     "FixedLenSequenceFeature",
+    "RaggedFeature",
+    "RaggedTensor",
+    "RaggedTensorSpec",
+    "SparseFeature",
+    "SparseTensor",
+    "SparseTensorSpec",
     "TFRecordOptions",
     "TFRecordWriter",
     "VarLenFeature",

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import ExampleInputError, ExampleParseError
 from . import _record_blocks as rb
+from ._composite import RaggedTensor, SparseTensor
 from ._example import (
     KIND_BYTES,
     KIND_FLOAT,
@@ -35,7 +36,9 @@ from ._example import (
 __all__ = [
     "FixedLenFeature",
     "FixedLenSequenceFeature",
+    "RaggedFeature",
     "RaggedTensor",
+    "SparseFeature",
     "SparseTensor",
     "VarLenFeature",
     "parse_example",
@@ -176,75 +179,146 @@ class FixedLenSequenceFeature:
         object.__setattr__(self, "dtype", _normalize_dtype(self.dtype))
 
 
-class RaggedTensor(NamedTuple):
-    """Rows of different lengths: ``values`` split by ``row_splits`` (as ``tf.RaggedTensor``).
+@dataclasses.dataclass(frozen=True)
+class SparseFeature:
+    """Values and their indices, stored as separate features, parsed to one :class:`SparseTensor`
+    (``tf.io.SparseFeature``).
 
-    Row ``i`` is ``values[row_splits[i]:row_splits[i + 1]]``.
+    Args:
+        index_key: the int64 feature holding each value's index, or a list of them (one per
+            dimension of the result).
+        value_key: the feature holding the values.
+        dtype: ``float32``, ``int64`` or ``string``.
+        size: the dense size: an int for one ``index_key``, a list (one per key) for a list.
+        already_sorted: the indices are already in row-major order (else they are sorted).
 
-    Example:
-        >>> r = RaggedTensor(np.array([1, 2, 3]), np.array([0, 2, 2, 3]))
-        >>> len(r), r[0].tolist(), r[1].tolist(), r.row_lengths().tolist()
-        (3, [1, 2], [], [2, 0, 1])
-    """
-
-    values: np.ndarray
-    row_splits: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.row_splits) - 1
-
-    def __getitem__(self, i: int) -> np.ndarray:  # type: ignore[override]
-        if isinstance(i, (int, np.integer)):
-            i = range(len(self))[i]
-            return self.values[self.row_splits[i] : self.row_splits[i + 1]]
-        return tuple.__getitem__(self, i)
-
-    def row_lengths(self) -> np.ndarray:
-        """Returns the length of every row."""
-        return np.diff(self.row_splits)
-
-    def to_list(self) -> list[list[Any]]:
-        """Returns the rows as Python lists."""
-        return [self[i].tolist() for i in range(len(self))]
-
-
-class SparseTensor(NamedTuple):
-    """A sparse array as TensorFlow returns for a :class:`VarLenFeature` (``tf.sparse.SparseTensor``).
-
-    ``indices`` is ``(nnz, rank)`` int64, ``values`` ``(nnz,)``, ``dense_shape``
-    ``(rank,)`` int64. From ``parse_example`` the indices are ``[row, position]``
-    in row-major order, so :meth:`to_ragged` is cheap.
+    ``parse_single_example`` gives ``dense_shape == size``; ``parse_example`` prepends the batch.
 
     Example:
-        >>> st = SparseTensor(np.array([[0, 0], [0, 1], [2, 0]]), np.array([5, 6, 7]),
-        ...                   np.array([3, 2]))
-        >>> st.to_dense().tolist()
-        [[5, 6], [0, 0], [7, 0]]
-        >>> st.to_ragged().to_list()
-        [[5, 6], [], [7]]
+        >>> SparseFeature("ix", "val", "float32", 10).size
+        10
     """
 
-    indices: np.ndarray
-    values: np.ndarray
-    dense_shape: np.ndarray
+    index_key: Any
+    value_key: str
+    dtype: str
+    size: Any
+    already_sorted: bool = False
 
-    def to_dense(self, default_value: Any = None) -> np.ndarray:
-        """Returns the dense array, filled with ``default_value`` (0 or ``b""``) where absent."""
-        if default_value is None:
-            default_value = b"" if self.values.dtype == object else 0
-        out = np.full(tuple(int(d) for d in self.dense_shape), default_value, self.values.dtype)
-        if len(self.values):
-            out[tuple(self.indices.T)] = self.values
-        return out
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtype", _normalize_dtype(self.dtype))
 
-    def to_ragged(self) -> RaggedTensor:
-        """Returns the rows (first index) as a :class:`RaggedTensor`; needs row-major indices."""
-        if len(self.dense_shape) == 1:
-            return RaggedTensor(self.values, np.array([0, len(self.values)], np.int64))
-        counts = np.bincount(self.indices[:, 0], minlength=int(self.dense_shape[0]))
-        splits = np.zeros(len(counts) + 1, np.int64)
-        np.cumsum(counts, out=splits[1:])
-        return RaggedTensor(self.values, splits)
+
+class _Partition(NamedTuple):
+    key: str
+
+
+class RowSplits(_Partition):
+    """``RaggedFeature`` partition: the int64 feature ``key`` holds row splits."""
+
+
+class RowLengths(_Partition):
+    """``RaggedFeature`` partition: the int64 feature ``key`` holds row lengths."""
+
+
+class RowStarts(_Partition):
+    """``RaggedFeature`` partition: the int64 feature ``key`` holds row starts."""
+
+
+class RowLimits(_Partition):
+    """``RaggedFeature`` partition: the int64 feature ``key`` holds row limits."""
+
+
+class ValueRowIds(_Partition):
+    """``RaggedFeature`` partition: the int64 feature ``key`` holds each value's row id."""
+
+
+class UniformRowLength(NamedTuple):
+    """``RaggedFeature`` partition: rows of ``length`` values each (no feature read)."""
+
+    length: int
+
+
+_PARTITIONS = (RowSplits, RowLengths, RowStarts, RowLimits, ValueRowIds, UniformRowLength)
+
+
+@dataclasses.dataclass(frozen=True)
+class RaggedFeature:
+    """A variable-length feature, optionally partitioned by other features, parsed to a
+    :class:`RaggedTensor` (``tf.io.RaggedFeature``).
+
+    Args:
+        dtype: ``float32``, ``int64`` or ``string``.
+        value_key: the feature holding the values (default: this feature's own key).
+        partitions: ``RaggedFeature.RowSplits(key)``, ``RowLengths``, ``RowStarts``,
+            ``RowLimits``, ``ValueRowIds`` or ``UniformRowLength(length)``, outermost first.
+        row_splits_dtype: ``int32`` (the default, as TF) or ``int64``.
+        validate: accepted as TF's; phalanx always checks the partitions (and raises
+            ``ExampleParseError`` when they do not fit the values).
+
+    ``parse_single_example`` of a feature without partitions gives a 1-D array, with
+    partitions a ``RaggedTensor`` (inner ``UniformRowLength`` partitions reshape instead);
+    ``parse_example`` gives a ``RaggedTensor`` whose first dimension is the batch.
+
+    Example:
+        >>> RaggedFeature("int64", partitions=[RaggedFeature.RowLengths("n")]).partitions
+        (RowLengths(key='n'),)
+    """
+
+    dtype: str
+    value_key: str | None = None
+    partitions: Any = ()
+    row_splits_dtype: Any = "int32"
+    validate: bool = False
+
+    RowSplits = RowSplits
+    RowLengths = RowLengths
+    RowStarts = RowStarts
+    RowLimits = RowLimits
+    ValueRowIds = ValueRowIds
+    UniformRowLength = UniformRowLength
+
+    def __post_init__(self) -> None:
+        if self.value_key is not None and (
+            not isinstance(self.value_key, str) or not self.value_key
+        ):
+            raise ValueError(
+                f"RaggedFeature: Argument `value_key` must be a non-empty string; got "
+                f"{self.value_key!r}."
+            )
+        try:
+            dtype = _normalize_dtype(self.dtype)
+        except ValueError:
+            raise ValueError(
+                f"RaggedFeature: Argument `dtype` must be int64, float32, or bytes; got "
+                f"{self.dtype!r}."
+            ) from None
+        object.__setattr__(self, "dtype", dtype)
+        splits = getattr(self.row_splits_dtype, "name", self.row_splits_dtype)
+        splits = {int: "int64"}.get(splits, splits)
+        if str(splits) not in ("int32", "int64"):
+            raise ValueError(
+                "RaggedFeature: Argument `row_splits_dtype` must be int32 or int64; got "
+                f"{self.row_splits_dtype!r}."
+            )
+        object.__setattr__(self, "row_splits_dtype", str(splits))
+        if not isinstance(self.partitions, (list, tuple)):
+            raise TypeError(
+                "RaggedFeature: Argument `partitions` must be a list or tuple; got "
+                f"{type(self.partitions).__name__} {self.partitions!r:.40}."
+            )
+        for p in self.partitions:
+            if not isinstance(p, _PARTITIONS):
+                raise TypeError(
+                    "RaggedFeature: Argument `partitions` must hold RaggedFeature.RowSplits, "
+                    "RowLengths, RowStarts, RowLimits, ValueRowIds or UniformRowLength; got "
+                    f"{p!r}."
+                )
+        object.__setattr__(self, "partitions", tuple(self.partitions))
+        if not isinstance(self.validate, bool):
+            raise TypeError(
+                f"RaggedFeature: Argument `validate` must be a bool; got {self.validate!r}."
+            )
 
 
 # ---------------------------------------------------------------------------
@@ -289,8 +363,8 @@ def _compile(features: Mapping[str, Any]) -> list[_Item]:
 def _compile_uncached(features: Mapping[str, Any]) -> list[_Item]:
     if not isinstance(features, Mapping) or not features:
         raise TypeError(
-            "features must be a non-empty dict of name -> FixedLenFeature, VarLenFeature or "
-            f"FixedLenSequenceFeature; received {features!r}."
+            "features must be a non-empty dict of name -> FixedLenFeature, VarLenFeature, "
+            f"FixedLenSequenceFeature, SparseFeature or RaggedFeature; received {features!r}."
         )
     items = []
     for name, spec in features.items():
@@ -310,7 +384,8 @@ def _compile_uncached(features: Mapping[str, Any]) -> list[_Item]:
         else:
             raise TypeError(
                 f"Feature {name!r}: unsupported spec {spec!r} of type {type(spec).__name__}; "
-                "use FixedLenFeature, VarLenFeature or FixedLenSequenceFeature."
+                "use FixedLenFeature, VarLenFeature, FixedLenSequenceFeature, SparseFeature or "
+                "RaggedFeature."
             )
         kind, np_dtype = _DTYPES[spec.dtype]
         size = int(np.prod(shape, dtype=np.int64))
@@ -387,7 +462,8 @@ def parse_single_example(
 
     Args:
         serialized: the record's bytes (a ``str`` is taken as its UTF-8 bytes, as TF).
-        features: ``{name: FixedLenFeature | VarLenFeature | FixedLenSequenceFeature}``.
+        features: ``{name: FixedLenFeature | VarLenFeature | FixedLenSequenceFeature |
+            SparseFeature | RaggedFeature}``.
         example_names: a name for the record (str or bytes), given in parse errors, as TF.
         name: accepted as TF's op name; checked to be a str.
 
@@ -419,7 +495,20 @@ def parse_single_example(
         raise ExampleParseError(f"Name: {label!r}. {e}") from e
 
 
+def _has_composite(features: Any) -> bool:
+    values = features.values() if isinstance(features, Mapping) else ()
+    return any(type(f) is SparseFeature or type(f) is RaggedFeature for f in values)
+
+
 def _parse_single(serialized: Any, features: Mapping[str, Any]) -> dict[str, Any]:
+    if _has_composite(features):
+        from ._composite_features import parse_composite
+
+        return parse_composite(serialized, features, _parse_single_base, batched=False)
+    return _parse_single_base(serialized, features)
+
+
+def _parse_single_base(serialized: Any, features: Mapping[str, Any]) -> dict[str, Any]:
     items = _compile(features)
     buf = serialized if isinstance(serialized, bytes) else _one_record(serialized)
     index = index_features(buf)
@@ -517,7 +606,8 @@ def parse_example(
     Args:
         serialized: a list or 1-D object array of serialized Examples (``str`` records
             are taken as their UTF-8 bytes, as TF).
-        features: ``{name: FixedLenFeature | VarLenFeature | FixedLenSequenceFeature}``.
+        features: ``{name: FixedLenFeature | VarLenFeature | FixedLenSequenceFeature |
+            SparseFeature | RaggedFeature}``.
         example_names: one name (str or bytes) per record, given in parse errors, as TF.
         name: accepted as TF's op name; checked to be a str.
 
@@ -575,6 +665,14 @@ def _names_of(example_names: Any, n: int, method: str, scalar: bool = False) -> 
 
 
 def _parse_batch(serialized: Any, features: Mapping[str, Any]) -> dict:
+    if _has_composite(features):
+        from ._composite_features import parse_composite
+
+        return parse_composite(serialized, features, _parse_batch_base, batched=True)
+    return _parse_batch_base(serialized, features)
+
+
+def _parse_batch_base(serialized: Any, features: Mapping[str, Any]) -> dict:
     items = _compile(features)
     records = _records_of(serialized)
     n = len(records)
