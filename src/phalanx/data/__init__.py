@@ -6,6 +6,10 @@ vectorized path for in-memory arrays. It knows nothing of JAX, strategies or
 models; ``phalanx.distribute`` puts its batches on devices.
 """
 
+from ..io._composite import RaggedTensor as RaggedTensor
+from ..io._composite import RaggedTensorSpec as RaggedTensorSpec
+from ..io._composite import SparseTensor as SparseTensor
+from ..io._composite import SparseTensorSpec as SparseTensorSpec
 from ..io._example import BytesList as BytesList
 from ..io._example import Example as Example
 from ..io._example import Feature as Feature
@@ -15,10 +19,6 @@ from ..io._example import Int64List as Int64List
 from ..io._example import serialize_example as serialize_example
 from ..io._parse_example import FixedLenFeature as FixedLenFeature
 from ..io._parse_example import FixedLenSequenceFeature as FixedLenSequenceFeature
-from ..io._composite import RaggedTensor as RaggedTensor
-from ..io._composite import RaggedTensorSpec as RaggedTensorSpec
-from ..io._composite import SparseTensor as SparseTensor
-from ..io._composite import SparseTensorSpec as SparseTensorSpec
 from ..io._parse_example import RaggedFeature as RaggedFeature
 from ..io._parse_example import SparseFeature as SparseFeature
 from ..io._parse_example import VarLenFeature as VarLenFeature

@@ -22,6 +22,8 @@ from ._options import AutotuneOptions as AutotuneOptions
 from ._options import DistributeOptions as DistributeOptions
 from ._options import OptimizationOptions as OptimizationOptions
 from ._options import ThreadingOptions as ThreadingOptions
+from ._readers import make_tf_record_dataset as make_tf_record_dataset
+from ._readers import parse_example_dataset as parse_example_dataset
 from ._shard import SHARD_HINT as SHARD_HINT
 
 
@@ -323,8 +325,10 @@ __all__ = [
     "get_single_element",
     "group_by_window",
     "ignore_errors",
+    "make_tf_record_dataset",
     "map_and_batch",
     "parallel_interleave",
+    "parse_example_dataset",
     "rejection_resample",
     "sample_from_datasets",
     "scan",
