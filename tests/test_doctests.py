@@ -1,4 +1,4 @@
-"""Every docstring ``Example:`` in phalanx runs (doctest), so the examples stay true."""
+"""Every docstring ``Examples:`` section in phalanx runs (doctest), so the examples stay true."""
 
 import doctest
 import importlib

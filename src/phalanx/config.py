@@ -15,9 +15,9 @@ With several processes, names carry the process as TensorFlow's task
 (``/job:worker/replica:0/task:1/device:GPU:0``); only this process's devices are
 listed.
 
-``experimental_connect_to_cluster`` is :func:`phalanx.cluster.connect_to_cluster`
-(TensorFlow's ``tf.config.experimental_connect_to_cluster``, which the seeds'
-TPU programs call before ``initialize_tpu_system``).
+``experimental_connect_to_cluster`` is `phalanx.cluster.connect_to_cluster`
+(TensorFlow's ``tf.config.experimental_connect_to_cluster``, which
+TensorFlow's TPU programs call before ``initialize_tpu_system``).
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def list_logical_devices(device_type: str | None = None) -> list[LogicalDevice]:
     Raises:
       DeviceNotFoundError: ``device_type`` is not a device kind.
 
-    Example:
+    Examples:
       >>> list_logical_devices("CPU")[0]
       LogicalDevice(name='/device:CPU:0', device_type='CPU')
     """
@@ -104,7 +104,7 @@ def list_physical_devices(device_type: str | None = None) -> list[PhysicalDevice
     Raises:
       DeviceNotFoundError: ``device_type`` is not a device kind.
 
-    Example:
+    Examples:
       >>> list_physical_devices("CPU")
       [PhysicalDevice(name='/physical_device:CPU:0', device_type='CPU')]
     """

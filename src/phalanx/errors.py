@@ -44,7 +44,7 @@ class BatchNotDivisibleError(PhalanxError, ValueError):
     def of(cls, batch: int, replicas: int, *, what: str = "global batch", hint: str = ""):
         """The error for a ``batch`` that does not split over ``replicas``, with the nearest sizes.
 
-        Example:
+        Examples:
           >>> print(BatchNotDivisibleError.of(10, 8))
           A global batch of 10 does not split evenly over the 8 replicas. The nearest valid sizes are 8 and 16 (a per-replica batch times 8).
         """
@@ -136,7 +136,7 @@ class MissingTargetsError(PhalanxError, ValueError):
     def of(cls, where: str, needs: str, *, batch: int | None = None):
         """The error for ``where`` (e.g. ``"fit's x"``) lacking targets that ``needs`` compares.
 
-        Example:
+        Examples:
           >>> print(MissingTargetsError.of("fit's x", "the loss 'mse'"))
           fit's x has no targets (y), but the loss 'mse' compares predictions with targets. Pass them (fit(x, y), validation_data=(x_val, y_val)), or make the dataset yield (x, y) batches. A loss that ignores its targets still needs some: pass y=np.zeros(len(x)).
         """
@@ -158,7 +158,7 @@ class LabelOutOfRangeError(PhalanxError, ValueError):
 
         A label that is not a whole number (``0.5``, NaN) is no class index either.
 
-        Example:
+        Examples:
           >>> print(LabelOutOfRangeError.of(-1, 4, 3, 1, "sparse_categorical_crossentropy"))
           Received a label value of -1 which is outside the valid range of [0, 4) (sparse_categorical_crossentropy), at batch 3 (1 label out of range from there). Labels are class indices 0..3: remap them (e.g. y - 1 for labels from 1), or give the last layer as many units as classes.
           >>> print(LabelOutOfRangeError.of(0.5, 4, 0, 2, "sparse_categorical_crossentropy"))
@@ -198,7 +198,7 @@ class LearningRateValueError(PhalanxError, ValueError):
     def of(cls, schedule: str, step: int, value: float, first: int, end: int):
         """The error for ``schedule`` giving ``value`` at ``step`` of the steps ``[first, end)``.
 
-        Example:
+        Examples:
           >>> print(LearningRateValueError.of("warmup", 3, float("nan"), 0, 100))
           The learning-rate schedule warmup gave nan at step 3 (optimizer.iterations; this fit takes steps 0..99). Every weight would turn NaN from that step on. Fix the schedule there (a division by zero, a log of 0, an overflow) before training.
         """
@@ -356,7 +356,7 @@ class UnknownNameError(PhalanxError, ValueError):
     def of(cls, kind: str, given: str, known, *, hint: str):
         """The error for the ``kind`` name ``given``, with the closest of ``known`` and ``hint``.
 
-        Example:
+        Examples:
           >>> print(UnknownNameError.of("loss", "msee", ["mae", "mse"], hint="Or a function."))
           Unknown loss 'msee'. Did you mean 'mse'? The known loss names are ['mae', 'mse']. Or a function.
         """

@@ -1,4 +1,4 @@
-"""Keras's ``keras.utils`` helpers that the seeds' programs use."""
+"""Keras's ``keras.utils`` helpers: ``set_random_seed``, ``to_categorical``, ``PyDataset``."""
 
 from __future__ import annotations
 
@@ -33,10 +33,10 @@ def set_random_seed(seed: int) -> None:
     Raises:
       RandomSeedError: ``seed`` is not an int in that range.
 
-    Example (not run as a doctest: it would seed the rest of the test process)::
+    An example, not run as a doctest (it would seed the rest of the test process):
 
-      phalanx.utils.set_random_seed(0)
-      model = build_model()  # the same initial weights in every run
+        phalanx.utils.set_random_seed(0)
+        model = build_model()  # the same initial weights in every run
     """
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
         raise RandomSeedError(
@@ -53,7 +53,7 @@ def set_random_seed(seed: int) -> None:
     _random.set_global_seed(int(seed))
 
 
-def to_categorical(y, num_classes: int | None = None, dtype: str = "float32") -> np.ndarray:
+def to_categorical(y: Any, num_classes: int | None = None, dtype: str = "float32") -> np.ndarray:
     """Converts integer class labels to one-hot rows (Keras's ``to_categorical``).
 
     Args:
@@ -69,7 +69,7 @@ def to_categorical(y, num_classes: int | None = None, dtype: str = "float32") ->
         ``num_classes``, not a whole number, not a number), or ``num_classes`` is
         not a positive int (a ``ValueError``).
 
-    Example:
+    Examples:
       >>> to_categorical([0, 2], 3)
       array([[1., 0., 0.],
              [0., 0., 1.]], dtype=float32)
@@ -136,7 +136,7 @@ class PyDataset:
         the batches (threads only: ``workers=N``).
       max_queue_size: how many batches the workers read ahead.
 
-    Example:
+    Examples:
       >>> import numpy as np
       >>> class Squares(PyDataset):
       ...     def __len__(self):

@@ -240,7 +240,7 @@ def test_docstring_examples_run(module):
 def test_every_public_name_is_documented():
     for name in phalanx.callbacks.__all__:
         obj = getattr(phalanx.callbacks, name)
-        assert obj.__doc__ and "Example:" in obj.__doc__, name
+        assert obj.__doc__ and "Examples:" in obj.__doc__, name
         for attr, member in vars(obj).items():
             if callable(member) and not attr.startswith("_"):
                 assert member.__doc__, f"{name}.{attr}"

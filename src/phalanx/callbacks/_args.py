@@ -15,7 +15,7 @@ def check_path(
 ) -> str:
     """Returns ``value`` as a ``str`` when it is a non-empty ``str`` or ``os.PathLike``.
 
-    Example:
+    Examples:
       >>> check_path("CSVLogger", "filename", None)
       Traceback (most recent call last):
       ...

@@ -76,7 +76,7 @@ class BackupAndRestore(Callback):
         is neither ``"epoch"`` nor a positive int, a flag is not a bool, or
         ``termination_config`` is not a ``TerminationConfig`` (a ``CheckpointError``).
 
-    Example:
+    Examples:
       >>> import numpy as np, phalanx, tempfile
       >>> from phalanx import layers
       >>> model = phalanx.Sequential([layers.Input(shape=(3,)), layers.Dense(1)])

@@ -19,7 +19,7 @@ class Callback:
         params: The run's parameters, set by ``set_params``: ``epochs``,
             ``steps`` (steps per epoch, ``None`` when unknown) and ``verbose``.
 
-    Example:
+    Examples:
         >>> from phalanx.callbacks import Callback
         >>> class CountEpochs(Callback):
         ...     def on_train_begin(self, logs=None):

@@ -68,7 +68,7 @@ class CallbackList(Callback):
     Raises:
         TypeError: An element of ``callbacks`` is not a ``Callback``.
 
-    Example:
+    Examples:
         >>> from phalanx.callbacks import CallbackList, History
         >>> callbacks = CallbackList([], add_history=True, epochs=1, steps=2, verbose=0)
         >>> callbacks.on_train_begin()

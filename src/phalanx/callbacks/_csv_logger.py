@@ -47,7 +47,7 @@ class CSVLogger(Callback):
         append: Append to an existing file (no second header) instead of
             overwriting it.
 
-    Example:
+    Examples:
         >>> import os, tempfile
         >>> from phalanx.callbacks import CSVLogger
         >>> path = os.path.join(tempfile.mkdtemp(), "log.csv")

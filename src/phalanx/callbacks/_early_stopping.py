@@ -38,7 +38,7 @@ class EarlyStopping(MonitorCallback):
             ``start_from_epoch`` is not a count; at the first epoch end, when
             ``mode="auto"`` cannot infer the direction of ``monitor``.
 
-    Example:
+    Examples:
         >>> from phalanx.callbacks import EarlyStopping
         >>> stop = EarlyStopping(monitor="loss", patience=2)
         >>> class Model:

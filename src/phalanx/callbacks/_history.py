@@ -19,7 +19,7 @@ class History(Callback):
         epoch: The 0-based indices of the epochs recorded.
         params: The run's parameters (``epochs``, ``steps``, ``verbose``).
 
-    Example:
+    Examples:
         >>> from phalanx.callbacks import History
         >>> history = History()
         >>> history.on_train_begin()

@@ -40,7 +40,7 @@ class LambdaCallback(Callback):
         UserWarning: A keyword starts with ``on_`` but names no hook (a typo
             such as ``on_epoch_ends``, which Keras keeps silently and never calls).
 
-    Example:
+    Examples:
         >>> from phalanx.callbacks import LambdaCallback
         >>> losses = []
         >>> record = LambdaCallback(on_epoch_end=lambda epoch, logs: losses.append(logs["loss"]))

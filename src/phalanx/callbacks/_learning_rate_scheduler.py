@@ -45,7 +45,7 @@ class LearningRateScheduler(Callback):
         TypeError: ``schedule`` is not callable.
         ValueError: (in ``fit``) ``schedule`` returned something that is not a number.
 
-    Example:
+    Examples:
         >>> from types import SimpleNamespace
         >>> from phalanx.callbacks import LearningRateScheduler
         >>> model = SimpleNamespace(optimizer=SimpleNamespace(learning_rate=0.1))

@@ -68,7 +68,7 @@ class ModelCheckpoint(MonitorCallback):
             in ``fit``, ``filepath`` names a value that
             is not in the logs.
 
-    Example:
+    Examples:
         >>> from phalanx.callbacks import ModelCheckpoint
         >>> saved = []
         >>> class Model:

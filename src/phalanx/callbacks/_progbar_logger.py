@@ -19,7 +19,7 @@ class ProgbarLogger(Callback):
     """Prints the progress bar and the metrics, as Keras does, on process 0 only.
 
     ``fit`` adds one when ``verbose`` is not 0. With ``verbose=1`` each epoch
-    shows ``Epoch 1/10`` (when there is more than one epoch) and then a bar::
+    shows ``Epoch 1/10`` (when there is more than one epoch) and then a bar:
 
         59/59 ━━━━━━━━━━━━━━━━━━━━ 1s 9ms/step - accuracy: 0.9712 - loss: 0.0931 - val_accuracy: 0.9650 - val_loss: 0.1120
 
@@ -37,7 +37,7 @@ class ProgbarLogger(Callback):
             current ``sys.stdout``, looked up when each bar starts.
         clock: Monotonic seconds; replaceable in tests.
 
-    Example:
+    Examples:
         >>> import io
         >>> from rich.console import Console
         >>> from phalanx.callbacks import ProgbarLogger

@@ -42,7 +42,7 @@ class ReduceLROnPlateau(MonitorCallback):
         TypeError: (in ``fit``, at the first reduction) the optimizer's
             learning rate is a schedule, which can be read but not set.
 
-    Example:
+    Examples:
         >>> from types import SimpleNamespace
         >>> from phalanx.callbacks import ReduceLROnPlateau
         >>> model = SimpleNamespace(optimizer=SimpleNamespace(learning_rate=0.1))

@@ -100,7 +100,7 @@ class TensorBoard(Callback):
         ValueError: ``update_freq`` is not ``"epoch"``, ``"batch"`` or a positive int.
         NotImplementedError: an option phalanx does not write is set.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> from phalanx.callbacks import TensorBoard
         >>> board = TensorBoard(log_dir=tempfile.mkdtemp(), update_freq=100)

@@ -27,7 +27,7 @@ class TerminateOnNaN(Callback):
         RuntimeError: (in ``fit``, with ``raise_error=True``) the loss is NaN
             or infinite: ``"NaN or Inf loss encountered at batch 4. ..."``.
 
-    Example:
+    Examples:
         >>> from types import SimpleNamespace
         >>> from phalanx.callbacks import TerminateOnNaN
         >>> model = SimpleNamespace(stop_training=False)

@@ -41,7 +41,7 @@ log = logging.getLogger("phalanx")
 def host_arrays(arrays: dict) -> dict | None:
     """A host (numpy) copy of the pytree ``arrays``, or None when an array is split over processes.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> host = host_arrays({"model": {"a0": jnp.ones(2)}})
       >>> type(host["model"]["a0"]).__name__, host["model"]["a0"].tolist()

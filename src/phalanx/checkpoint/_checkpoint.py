@@ -55,7 +55,7 @@ class Checkpoint:
       CheckpointError: an object has no state phalanx can save, or
         ``model.optimizer`` was given without its model.
 
-    Example:
+    Examples:
       >>> import numpy as np, phalanx, tempfile
       >>> from phalanx import layers
       >>> model = phalanx.Sequential([layers.Input(shape=(3,)), layers.Dense(1)])

@@ -1,7 +1,7 @@
 """phalanx's one-file checkpoint: a checkpoint whose arrays are whole on one host.
 
 A checkpoint is a directory (as orbax's are, so that paths, listings,
-uploads and deletes treat both alike) holding one file, :data:`FILE`:
+uploads and deletes treat both alike) holding one file, `FILE`:
 
     8 bytes   MAGIC
     8 bytes   the header's length H, little-endian
@@ -218,7 +218,7 @@ def write(path: str, arrays: dict, meta: dict) -> None:
     """Writes the host (numpy) ``arrays`` (``{object: {key: array}}``) and ``meta`` as the
     checkpoint at the local ``path``, atomically (module docs).
 
-    Example:
+    Examples:
       >>> import numpy as np, tempfile
       >>> path = tempfile.mkdtemp() + "/ckpt"
       >>> write(path, {"model": {"a0": np.arange(3.0)}}, {"format": "demo"})

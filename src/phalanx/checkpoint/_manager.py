@@ -110,7 +110,7 @@ class CheckpointManager:
     Raises:
       CheckpointError: an argument has the wrong type or value.
 
-    Example:
+    Examples:
       >>> import numpy as np, phalanx, tempfile
       >>> from phalanx import layers
       >>> model = phalanx.Sequential([layers.Input(shape=(3,)), layers.Dense(1)])
@@ -294,7 +294,7 @@ def latest_checkpoint(directory: Any, checkpoint_name: str = "ckpt") -> str | No
     ``<checkpoint_name>-<n>``: the highest ``n`` (on a tie, the most recently
     written, on local disks). ``directory`` may be a URL.
 
-    Example:
+    Examples:
       >>> import tempfile
       >>> latest_checkpoint(tempfile.mkdtemp()) is None
       True

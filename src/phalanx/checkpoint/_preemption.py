@@ -77,7 +77,7 @@ class PreemptionCheckpointHandler:
         ``TerminationConfig``; both ``exit_fn`` and ``termination_config.exit_fn``
         are given; a signal that is unknown or cannot be caught.
 
-    Example:
+    Examples:
       >>> import tempfile, phalanx
       >>> from phalanx import layers
       >>> model = phalanx.Sequential([layers.Input(shape=(2,)), layers.Dense(1)])

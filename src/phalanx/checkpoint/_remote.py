@@ -6,7 +6,7 @@ and a delete; ``memory://`` and other fsspec protocols are not orbax paths at
 all), so for a URL the checkpoint is written into a local *staging* folder
 (phalanx's one file, ``_file``, or orbax's folder for arrays split over
 processes) and phalanx uploads it through ``phalanx.io`` (fsspec), then
-commits it by writing a marker object, :data:`MARKER`, last:
+commits it by writing a marker object, `MARKER`, last:
 
 1. the checkpoint is written to ``<staging>/ckpt``;
 2. process 0 deletes the checkpoint that was at the URL (the marker first;
@@ -238,7 +238,7 @@ SHARED_WAIT_S = 10.0
 def _require_shared(staging: str, tag: str, url: str) -> None:
     """Checks that every process sees the staging folder of process 0 (arrays split over processes:
     orbax merges every process's files there). Process 0 leaves a file with a fresh nonce; the
-    others look for it for up to :data:`SHARED_WAIT_S` seconds (a network file system's caches).
+    others look for it for up to `SHARED_WAIT_S` seconds (a network file system's caches).
 
     Raises:
       CheckpointError: a process did not see it (nothing was written).

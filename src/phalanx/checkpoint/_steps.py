@@ -38,7 +38,7 @@ def to_delete(
       every: the numbers found, committed or not.
       committed: the committed numbers, ascending.
 
-    Example:
+    Examples:
       >>> to_delete([1, 2, 3, 4, 5], [1, 3, 4, 5], max_to_keep=2, keep_period=3)
       [2, 1]
     """

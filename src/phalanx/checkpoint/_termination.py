@@ -70,7 +70,7 @@ class TerminationConfig:
       CheckpointError: a field that is not callable, or a grace period that is
         not a finite number of seconds >= 0.
 
-    Example:
+    Examples:
       >>> import phalanx
       >>> config = phalanx.checkpoint.TerminationConfig(
       ...     termination_watcher_fn=lambda: False, grace_period=30)
@@ -132,7 +132,7 @@ def termination_signals(names: Any = None) -> tuple[int, ...]:
       CheckpointError: a name that is not a signal of this platform, or a signal
         that cannot be caught (SIGKILL, SIGSTOP).
 
-    Example:
+    Examples:
       >>> termination_signals(["SIGTERM", "USR2"]) == (signal.SIGTERM, signal.SIGUSR2)
       True
     """
@@ -206,7 +206,7 @@ def gce_termination_watcher() -> Callable[[], bool]:
     A request that fails (timeout, no server) counts as "no notice"; the first
     failure is logged.
 
-    Example:
+    Examples:
       >>> watch = gce_termination_watcher()
       >>> callable(watch)
       True

@@ -26,7 +26,7 @@ def set_cpu_device_count(n: int) -> None:
       ValueError: ``n`` is not a positive integer.
       RuntimeError: JAX has already started its backends (too late to change).
 
-    Example:
+    Examples:
       >>> import phalanx  # doctest: +SKIP
       >>> phalanx.cluster.set_cpu_device_count(8)  # doctest: +SKIP
     """

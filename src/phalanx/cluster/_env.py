@@ -43,7 +43,7 @@ class EnvClusterResolver(ClusterResolver):
     Raises:
       ClusterConfigError: a required variable is missing or malformed.
 
-    Example:
+    Examples:
       >>> env = {"PHALANX_COORDINATOR_ADDRESS": "127.0.0.1:4000",
       ...        "PHALANX_NUM_PROCESSES": "2", "PHALANX_PROCESS_ID": "1"}
       >>> EnvClusterResolver(env).process_id

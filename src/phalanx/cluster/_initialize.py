@@ -93,7 +93,7 @@ def initialize(
       ClusterConfigError: the environment describes a cluster badly.
       InitializationError: process 0 cannot listen on the coordinator port.
 
-    Example:
+    Examples:
       >>> import phalanx  # doctest: +SKIP
       >>> phalanx.cluster.initialize()  # under `phalanx launch -n 2 -- script.py`  # doctest: +SKIP
       EnvClusterResolver(coordinator_address='127.0.0.1:52113', num_processes=2, process_id=0)
@@ -126,7 +126,9 @@ def initialize(
     return resolver
 
 
-def connect_to_cluster(cluster_resolver: ClusterResolver | None = None, *args, **kwargs):
+def connect_to_cluster(
+    cluster_resolver: ClusterResolver | None = None, *args: object, **kwargs: object
+) -> ClusterResolver | None:
     """TensorFlow's ``tf.config.experimental_connect_to_cluster``: the same as ``initialize``.
 
     TensorFlow's other arguments (``job_name``, ``task_index``, ``protocol``,
@@ -141,7 +143,9 @@ def connect_to_cluster(cluster_resolver: ClusterResolver | None = None, *args, *
     return initialize(cluster_resolver, **timeouts)
 
 
-def initialize_tpu_system(cluster_resolver: ClusterResolver | None = None, **kwargs):
+def initialize_tpu_system(
+    cluster_resolver: ClusterResolver | None = None, **kwargs: object
+) -> ClusterResolver | None:
     """TensorFlow's ``tf.tpu.experimental.initialize_tpu_system``: the same as ``initialize``.
 
     On a TPU VM ``resolve()`` finds the TPU slice; elsewhere this connects

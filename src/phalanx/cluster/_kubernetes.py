@@ -63,7 +63,7 @@ class KubernetesClusterResolver(ClusterResolver):
       ClusterConfigError: a variable is missing or inconsistent, or the host
         name does not end in the index (set ``PHALANX_COORDINATOR_ADDRESS``).
 
-    Example:
+    Examples:
       >>> env = {"JOB_COMPLETION_INDEX": "2", "PHALANX_NUM_PROCESSES": "4"}
       >>> r = KubernetesClusterResolver(environ=env, hostname="train-2.train-svc")
       >>> r.process_id, r.coordinator_address

@@ -73,7 +73,7 @@ def resolve(environ: Mapping[str, str] | None = None) -> ClusterResolver | None:
       ClusterConfigError: the environment describes a cluster but badly (the
         message names the variable), or ``PHALANX_CLUSTER`` is unknown.
 
-    Example:
+    Examples:
       >>> resolve({}) is None
       True
       >>> resolve({"PHALANX_COORDINATOR_ADDRESS": "127.0.0.1:4000",

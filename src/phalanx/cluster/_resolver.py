@@ -198,7 +198,7 @@ class SimpleClusterResolver(ClusterResolver):
     Raises:
       ClusterConfigError: an address without a port, or a process id out of range.
 
-    Example:
+    Examples:
       >>> r = SimpleClusterResolver("10.0.0.1:1234", num_processes=2, process_id=1)
       >>> r.coordinator_address, r.num_processes, r.process_id, r.master(task_id=0)
       ('10.0.0.1:1234', 2, 1, '10.0.0.1:1234')

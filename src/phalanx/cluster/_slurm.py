@@ -49,7 +49,7 @@ class SlurmClusterResolver(ClusterResolver):
     Raises:
       ClusterConfigError: a variable is missing or malformed.
 
-    Example:
+    Examples:
       >>> env = {"SLURM_JOB_NODELIST": "gpu[01-02]", "SLURM_PROCID": "3",
       ...        "SLURM_NTASKS": "4", "SLURM_LOCALID": "1", "SLURM_JOB_ID": "7"}
       >>> r = SlurmClusterResolver(port_base=9000, environ=env)
@@ -133,7 +133,7 @@ def expand_hostlist(hostlist: str) -> list[str]:
       ClusterConfigError: unbalanced brackets, a malformed range, or more than
         ``MAX_HOSTS`` hosts (checked before expanding).
 
-    Example:
+    Examples:
       >>> expand_hostlist("node[01-03,07],login1")
       ['node01', 'node02', 'node03', 'node07', 'login1']
     """

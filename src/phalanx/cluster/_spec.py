@@ -22,7 +22,7 @@ class ClusterSpec:
     Raises:
       TypeError: ``cluster`` is not a mapping of job names to lists or dicts.
 
-    Example:
+    Examples:
       >>> spec = ClusterSpec({"chief": ["h0:2222"], "worker": ["h1:2222", "h2:2222"]})
       >>> spec.jobs, spec.num_tasks("worker"), spec.task_address("worker", 1)
       (['chief', 'worker'], 2, 'h2:2222')

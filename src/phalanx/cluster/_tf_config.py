@@ -54,7 +54,7 @@ class TFConfigClusterResolver(ClusterResolver):
       ClusterConfigError: ``TF_CONFIG`` is unset, not JSON, or inconsistent.
       UnsupportedClusterError: this task is an evaluator or the cluster has ``ps`` tasks.
 
-    Example:
+    Examples:
       >>> r = TFConfigClusterResolver(tf_config={
       ...     "cluster": {"chief": ["h0:2222"], "worker": ["h1:2222"]},
       ...     "task": {"type": "worker", "index": 0}})

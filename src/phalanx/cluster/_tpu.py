@@ -62,7 +62,7 @@ class TPUClusterResolver(ClusterResolver):
         ``COLAB_TPU_ADDR``), or a TPU name given off a TPU VM.
       ClusterConfigError: this machine is not a TPU VM, or its variables are malformed.
 
-    Example:
+    Examples:
       >>> env = {"TPU_WORKER_HOSTNAMES": "t-0,t-1,t-2,t-3", "TPU_WORKER_ID": "2"}
       >>> r = TPUClusterResolver(environ=env)
       >>> r.process_id, r.num_processes, r.coordinator_address
@@ -108,7 +108,9 @@ class TPUClusterResolver(ClusterResolver):
         return _on_tpu_vm(os.environ if environ is None else environ)
 
     @classmethod
-    def connect(cls, tpu: str | None = None, zone: str | None = None, project: str | None = None):
+    def connect(
+        cls, tpu: str | None = None, zone: str | None = None, project: str | None = None
+    ) -> TPUClusterResolver:
         """Builds the resolver and calls ``initialize()`` with it (TensorFlow's ``connect``).
 
         Returns:

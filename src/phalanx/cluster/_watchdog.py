@@ -106,7 +106,7 @@ class Watchdog:
 
     Use the module-level instance ``phalanx.cluster.watchdog``.
 
-    Example:
+    Examples:
       >>> from phalanx.cluster import watchdog
       >>> for step in range(3):
       ...     watchdog.beat(step=step, phase="train")  # a no-op in one process
@@ -263,7 +263,7 @@ def holding_up(mine: Report, others: dict[int, Report], *, num_processes: int) -
     (outside any step, or finished), never reported, or runs Python code while
     ``mine`` waits.
 
-    Example:
+    Examples:
       >>> mine = Report(0, 4, "train", 100.0, 30.0, waiting=True)
       >>> holding_up(mine, {1: Report(1, 3, "train", 100.0, 30.0, waiting=False)},
       ...            num_processes=2)
@@ -300,7 +300,7 @@ def format_report(
 ) -> str:
     """Returns the watchdog's message: who waits, on what, and what the others last said.
 
-    Example:
+    Examples:
       >>> mine = Report(1, 12, "train", time=100.0, deadline=30.0)
       >>> print(format_report(mine, {0: Report(0, 13, "train", 129.5, 30.0)}, now=131.0,
       ...                     num_processes=2))  # doctest: +NORMALIZE_WHITESPACE

@@ -62,7 +62,7 @@ class Dataset:
     (``from_tensor_slices`` -> ``cache``/``shuffle``/``repeat``/``take``/``skip``/
     ``shard`` -> ``batch``) gathers whole batches with numpy fancy indexing.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> ds = Dataset.from_tensor_slices(np.arange(8)).batch(3)
         >>> [b.tolist() for b in ds]
@@ -163,7 +163,7 @@ class Dataset:
         """An iterator of numpy elements, as ``iter``, except that scalar strings (records of
         ``TFRecordDataset``, lines of ``TextLineDataset``) are Python ``bytes``, as tf.data's.
 
-        Example:
+        Examples:
             >>> import numpy as np
             >>> next(Dataset.from_tensor_slices(np.array([b"a", b"b"], object)).as_numpy_iterator())
             b'a'
@@ -285,7 +285,7 @@ class Dataset:
         phalanx's own format (``phalanx/data/_save.py``); the shards are read in order.
         ``reader_func`` is not supported.
 
-        Example:
+        Examples:
           >>> import os, tempfile
           >>> path = os.path.join(tempfile.mkdtemp(), "saved_data")
           >>> Dataset.range(2).save(path)
@@ -322,7 +322,7 @@ class Dataset:
         with ``rerandomize_each_iteration=True`` each iteration draws a new one. The
         values are not TensorFlow's (another generator). Checkpointable.
 
-        Example:
+        Examples:
           >>> ds = Dataset.random(seed=4).take(3)
           >>> [int(x) for x in ds] == [int(x) for x in ds]
           True
@@ -340,7 +340,7 @@ class Dataset:
         When the chosen dataset is used up, iteration ends (``stop_on_empty_dataset=True``)
         or the index is skipped (``False``; it ends when all are used up), as tf.data.
 
-        Example:
+        Examples:
           >>> choice = Dataset.range(2).repeat(2)
           >>> [int(x) for x in Dataset.choose_from_datasets(
           ...     [Dataset.range(2), Dataset.range(10, 12)], choice)]
@@ -428,7 +428,7 @@ class Dataset:
         The element is passed whole, as ``reduce``; the new state keeps the initial state's
         structure and dtypes.
 
-        Example:
+        Examples:
           >>> import numpy as np
           >>> [int(x) for x in Dataset.range(5).scan(np.int64(0), lambda s, x: (s + x, s + x))]
           [0, 1, 3, 6, 10]
@@ -603,7 +603,7 @@ class Dataset:
           DatasetArgumentError: ``size``, ``shift`` or ``stride`` is not a positive
             int, or ``drop_remainder`` is not a bool.
 
-        Example:
+        Examples:
           >>> ds = Dataset.range(5).window(3, shift=1, drop_remainder=True)
           >>> [w.tolist() for w in ds.flat_map(lambda w: w.batch(3))]
           [[0, 1, 2], [1, 2, 3], [2, 3, 4]]
@@ -624,7 +624,7 @@ class Dataset:
         swallowed and the next element is read; ``StopIteration`` still ends the
         dataset. With ``log_warning`` each dropped element's error is logged.
 
-        Example:
+        Examples:
           >>> import numpy as np
           >>> def inv(x):
           ...     if x == 0:
@@ -651,7 +651,7 @@ class Dataset:
         Raises:
           DatasetTypeError: the elements are not one int32, int64 or string array.
 
-        Example:
+        Examples:
           >>> import numpy as np
           >>> [int(x) for x in Dataset.from_tensor_slices(np.array([1, 37, 2, 37, 2, 1])).unique()]
           [1, 37, 2]
@@ -722,7 +722,7 @@ class Dataset:
         ``window_size_func(key)``); each full window, and at the end each window left in
         ascending key order, becomes ``reduce_func(key, window_dataset)``'s elements.
 
-        Example:
+        Examples:
           >>> ds = Dataset.range(10).group_by_window(
           ...     lambda x: x % 2, lambda key, window: window.batch(2), window_size=2)
           >>> [b.tolist() for b in ds]

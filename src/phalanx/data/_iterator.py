@@ -288,7 +288,7 @@ class Iterator:
     iterator of an identically built dataset resumes with exactly the same
     remaining elements in the same order.
 
-    Example:
+    Examples:
         >>> from phalanx.data import Dataset
         >>> it = iter(Dataset.range(5).shuffle(5, seed=1))
         >>> first = next(it)

@@ -110,7 +110,7 @@ class Options:
 
     Options set later (nearer the end of the pipeline) win over earlier ones.
 
-    Example:
+    Examples:
         >>> options = Options()
         >>> options.experimental_distribute.auto_shard_policy = AutoShardPolicy.DATA
         >>> options.experimental_distribute.auto_shard_policy

@@ -289,7 +289,7 @@ class TFRecordDataset(_RecordFileDataset):
         TruncatedRecordError: while iterating, a file ends inside a record
             (after every complete record of it).
 
-    Example:
+    Examples:
         >>> import os, tempfile
         >>> from phalanx.io._tfrecord import TFRecordWriter
         >>> path = os.path.join(tempfile.mkdtemp(), "a.tfrecord")
@@ -358,7 +358,7 @@ class TextLineDataset(_RecordFileDataset):
             from each in turn.
         name: accepted for TensorFlow compatibility.
 
-    Example:
+    Examples:
         >>> import os, tempfile
         >>> path = os.path.join(tempfile.mkdtemp(), "a.txt")
         >>> _ = open(path, "w").write("one\\ntwo\\n")
@@ -419,7 +419,7 @@ class FixedLengthRecordDataset(_RecordFileDataset):
             and footer) is not a multiple of ``record_bytes`` (before any record of it).
         DataLossError: the same for a compressed file, after its complete records.
 
-    Example:
+    Examples:
         >>> import os, tempfile
         >>> path = os.path.join(tempfile.mkdtemp(), "f.bin")
         >>> _ = open(path, "wb").write(b"HEADER012345FOOTER")

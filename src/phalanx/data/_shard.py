@@ -268,7 +268,7 @@ def auto_shard(
         BatchNotDivisibleError: ``DATA`` or ``OFF`` with ``global_batches`` on a batched pipeline
             whose batch size does not divide by ``num_input_pipelines``.
 
-    Example:
+    Examples:
         >>> ds = Dataset.range(8).batch(2)
         >>> mine, used, why = auto_shard(ds, 2, 1)
         >>> used, [b.tolist() for b in mine]

@@ -213,14 +213,16 @@ class TensorSpec:
         dtype: Anything ``numpy.dtype`` accepts. Defaults to float32.
         name: An optional name, kept for TensorFlow compatibility.
 
-    Example:
+    Examples:
         >>> TensorSpec((None, 3), "int64")
         TensorSpec(shape=(None, 3), dtype=int64, name=None)
     """
 
     __slots__ = ("dtype", "name", "shape")
 
-    def __init__(self, shape: Sequence[int | None] | None, dtype: Any = np.float32, name=None):
+    def __init__(
+        self, shape: Sequence[int | None] | None, dtype: Any = np.float32, name: str | None = None
+    ):
         self.shape = None if shape is None else tuple(None if d is None else int(d) for d in shape)
         self.dtype = np.dtype(dtype)
         self.name = name

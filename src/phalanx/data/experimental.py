@@ -1,9 +1,9 @@
-"""``tf.data.experimental``'s names that the seeds' programs spell that way.
+"""``tf.data.experimental``'s names, for programs that spell them that way.
 
 TensorFlow moved these to ``tf.data`` itself; programs written for older
 releases (``dataset.prefetch(tf.data.experimental.AUTOTUNE)``) still say
 ``experimental``, so they port with the one rename ``tf`` -> ``phalanx``. Each
-name here is the same object as in :mod:`phalanx.data`.
+name here is the same object as in `phalanx.data`.
 
 Example:
   >>> import phalanx
@@ -36,7 +36,7 @@ def cardinality(dataset: Any) -> int:
     Raises:
       DatasetTypeError: ``dataset`` is not a ``phalanx.data.Dataset``.
 
-    Example:
+    Examples:
       >>> import phalanx
       >>> cardinality(phalanx.data.Dataset.range(10).batch(4))
       3
@@ -97,7 +97,7 @@ def map_and_batch(
 ) -> Any:
     """``ds.apply(map_and_batch(f, n))``: ``ds.map(f).batch(n)``, as TensorFlow's fused op.
 
-    Example:
+    Examples:
       >>> import phalanx
       >>> ds = phalanx.data.Dataset.range(6).apply(map_and_batch(lambda x: x * 2, 4))
       >>> [b.tolist() for b in ds]
@@ -234,7 +234,7 @@ class TFRecordWriter:
       filename: the file to create (a local path or a URL).
       compression_type: ``None``/``""``, ``"GZIP"`` or ``"ZLIB"``.
 
-    Example:
+    Examples:
       >>> import os, tempfile, phalanx
       >>> path = os.path.join(tempfile.mkdtemp(), "x.tfrecord")
       >>> records = phalanx.data.Dataset.from_tensor_slices([b"a", b"bc"])
@@ -286,7 +286,7 @@ def unique() -> Any:
     Returns:
       A function ``Dataset -> Dataset``.
 
-    Example:
+    Examples:
       >>> import numpy as np, phalanx
       >>> ds = phalanx.data.Dataset.from_tensor_slices(np.array([3, 1, 3]))
       >>> [int(x) for x in ds.apply(unique())]

@@ -33,7 +33,7 @@ def load_data(test_fraction: float = 0.2, seed: int = 0) -> tuple[Split, Split]:
       test_fraction: the share of examples held out, in (0, 1).
       seed: the shuffle's seed.
 
-    Example:
+    Examples:
       >>> (x, y), (xt, yt) = load_data()
       >>> x.shape, xt.shape
       ((1438, 64), (359, 64))

@@ -90,7 +90,7 @@ def enter_replica_context(ctx: ReplicaContext) -> Iterator[ReplicaContext]:
 def get_strategy() -> Strategy:
     """Returns the current strategy: the innermost ``scope()``, else the default strategy.
 
-    Example:
+    Examples:
       >>> get_strategy().num_replicas_in_sync
       1
     """

@@ -86,7 +86,7 @@ def resolve_device(spec: DeviceSpec) -> jax.Device:
       DeviceNotFoundError: no device of this process matches ``spec``.
       TypeError: ``spec`` is of another type.
 
-    Example:
+    Examples:
       >>> resolve_device("cpu:0").platform
       'cpu'
     """
@@ -168,7 +168,7 @@ def resolve_devices(specs: Sequence[DeviceSpec] | None) -> list[jax.Device]:
 def device(spec: DeviceSpec) -> Iterator[jax.Device]:
     """Places the computations of a ``with`` block on one device.
 
-    The seeds' ``with tf.device('/TPU:0'):`` becomes ``with phalanx.device('/TPU:0'):``.
+    TensorFlow's ``with tf.device('/TPU:0'):`` becomes ``with phalanx.device('/TPU:0'):``.
     Arrays created and functions run inside the block go to that device
     (``jax.default_device``); arrays already placed elsewhere stay where they are.
 
@@ -178,7 +178,7 @@ def device(spec: DeviceSpec) -> Iterator[jax.Device]:
     Yields:
       The ``jax.Device`` chosen.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> with device("cpu:1") as d:
       ...     x = jnp.ones(3)

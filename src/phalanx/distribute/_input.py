@@ -131,7 +131,7 @@ class InputContext:
       input_pipeline_id: this pipeline's index, ``0 .. num_input_pipelines - 1``.
       num_replicas_in_sync: the number of replicas over all pipelines.
 
-    Example:
+    Examples:
       >>> InputContext(2, 0, 8).get_per_replica_batch_size(64)
       8
     """
@@ -363,7 +363,7 @@ class DistributedIterator:
         """The next global batch as an ``Optional``: empty at the end instead of
         ``StopIteration`` (``tf.distribute.DistributedIterator.get_next_as_optional``).
 
-        Example loop, as TensorFlow's guide writes it::
+        Example loop, as TensorFlow's guide writes it:
 
             while True:
                 optional = iterator.get_next_as_optional()

@@ -58,7 +58,7 @@ class DeviceMesh:
         string per axis, devices that are not jax devices or repeat one, or a
         number of devices other than the shape's product.
 
-    Example:
+    Examples:
       >>> import jax
       >>> mesh = DeviceMesh((1, 1), ("data", "model"), devices=jax.devices()[:1])
       >>> mesh.shape, mesh.axis_names
@@ -190,7 +190,7 @@ class LayoutMap(collections.abc.MutableMapping):
       LayoutError: a key that is not a valid regular expression, a duplicated
         key, or a spec that names an axis the mesh lacks or names one twice.
 
-    Example:
+    Examples:
       >>> import jax
       >>> mesh = DeviceMesh((1, 1), ("data", "model"), devices=jax.devices()[:1])
       >>> layout_map = LayoutMap(mesh)

@@ -11,6 +11,8 @@ times too large.
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 
@@ -59,7 +61,7 @@ def compute_average_loss(
       ReplicaContextError: called inside ``scope()`` outside ``run`` with no
         ``global_batch_size``.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> float(compute_average_loss(jnp.array([1.0, 2.0, 3.0]), global_batch_size=6))
       1.0
@@ -96,7 +98,7 @@ def compute_average_loss(
     return jnp.where(denom == 0, jnp.zeros((), dtype), total / denom)
 
 
-def scale_regularization_loss(regularization_loss) -> jax.Array:
+def scale_regularization_loss(regularization_loss: Any) -> jax.Array:
     """Scales a regularization loss by the replicas in sync (``tf.nn.scale_regularization_loss``).
 
     Returns ``sum(regularization_loss) / num_replicas_in_sync``. Add it to the
@@ -115,7 +117,7 @@ def scale_regularization_loss(regularization_loss) -> jax.Array:
         raises too: the replica count it divides by belongs to ``run``).
       TypeError: something that is not numbers.
 
-    Example:
+    Examples:
       >>> float(scale_regularization_loss([0.5, 1.5]))  # outside any strategy: 1 replica
       2.0
     """

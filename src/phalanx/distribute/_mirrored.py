@@ -38,7 +38,7 @@ class MirroredStrategy(Strategy):
       RuntimeError: ``PHALANX_CPU_DEVICES`` is set but JAX already started with
         another number of devices.
 
-    Example:
+    Examples:
       >>> import jax
       >>> MirroredStrategy().num_replicas_in_sync == jax.local_device_count()
       True

@@ -52,7 +52,7 @@ class ModelParallelStrategy(Strategy):
         an axis of its mesh, an axis is named ``'replica'`` (phalanx's own name
         for the batch axis), or ``shard_parameters`` is given.
 
-    Example:
+    Examples:
       >>> import jax, phalanx
       >>> from phalanx.distribute import DeviceMesh, LayoutMap
       >>> mesh = DeviceMesh((1, 1), ("data", "model"), devices=jax.devices()[:1])

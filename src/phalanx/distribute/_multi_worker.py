@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from typing import TYPE_CHECKING
 
 import jax
 
 from ..errors import DistributeArgumentError
 from ._strategy import Strategy
+
+if TYPE_CHECKING:
+    from ..cluster import ClusterResolver
 
 
 class CommunicationImplementation(enum.Enum):
@@ -73,7 +77,7 @@ class MultiWorkerMirroredStrategy(Strategy):
       phalanx.errors.InitializationError: the processes could not connect (the
         subclass says which were missing or where nobody listened).
 
-    Example:
+    Examples:
       >>> s = MultiWorkerMirroredStrategy()  # no cluster: this process's devices
       >>> s.num_replicas_in_sync == jax.device_count()
       True
@@ -81,7 +85,7 @@ class MultiWorkerMirroredStrategy(Strategy):
 
     def __init__(
         self,
-        cluster_resolver=None,
+        cluster_resolver: ClusterResolver | None = None,
         communication_options: CommunicationOptions | None = None,
         *,
         shard_parameters: bool = False,

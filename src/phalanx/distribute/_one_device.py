@@ -21,7 +21,7 @@ class OneDeviceStrategy(Strategy):
     Raises:
       DeviceNotFoundError: ``device`` matches no device of this process.
 
-    Example:
+    Examples:
       >>> OneDeviceStrategy("cpu:0").num_replicas_in_sync
       1
     """

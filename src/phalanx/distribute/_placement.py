@@ -66,7 +66,7 @@ def host_array(x: Any, *, copy: bool = False) -> np.ndarray:
       x: an array-like.
       copy: return a new array even when ``x`` already has the canonical dtype.
 
-    Example:
+    Examples:
       >>> host_array(np.arange(3)).dtype
       dtype('int32')
     """

@@ -13,7 +13,7 @@ class ReduceOp(enum.Enum):
     Strings ``"SUM"``/``"sum"`` and ``"MEAN"``/``"mean"`` are accepted wherever a
     ``ReduceOp`` is.
 
-    Example:
+    Examples:
       >>> ReduceOp.from_any("mean")
       <ReduceOp.MEAN: 'MEAN'>
     """

@@ -47,7 +47,7 @@ class ReplicaContext:
         Every replica gets the same result; returned from ``run`` it is a
         replicated array.
 
-        Example:
+        Examples:
           >>> import jax.numpy as jnp
           >>> from phalanx.distribute import get_replica_context
           >>> get_replica_context().all_reduce("sum", jnp.ones(2)).tolist()

@@ -57,7 +57,7 @@ def shard_axis(shape: tuple[int, ...], replicas: int) -> int | None:
       or None when the array stays whole: one replica, a scalar, fewer than
       ``MIN_SHARDED_SIZE`` elements, or no divisible axis.
 
-    Example:
+    Examples:
       >>> shard_axis((784, 128), 8), shard_axis((10,), 8), shard_axis((100, 30), 8)
       (0, None, None)
       >>> shard_axis((30, 1000), 8)

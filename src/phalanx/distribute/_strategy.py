@@ -173,7 +173,7 @@ class Strategy:
     def scope(self) -> contextlib.AbstractContextManager[Strategy]:
         """Makes this strategy current (cross-replica context) inside a ``with`` block.
 
-        Example:
+        Examples:
           >>> import phalanx
           >>> s = phalanx.OneDeviceStrategy()
           >>> with s.scope():
@@ -306,7 +306,7 @@ class Strategy:
         Raises:
           BatchNotDivisibleError: a batch does not split over the replicas.
 
-        Example:
+        Examples:
           >>> import numpy as np, phalanx
           >>> s = phalanx.OneDeviceStrategy()
           >>> ds = phalanx.data.Dataset.from_tensor_slices(np.arange(4.0)).batch(2)
@@ -337,7 +337,7 @@ class Strategy:
         over the replicas (replica ``i`` holds its own batch), as
         ``experimental_distribute_dataset`` does.
 
-        Example:
+        Examples:
           >>> import numpy as np, phalanx
           >>> s = phalanx.OneDeviceStrategy()
           >>> fn = lambda ctx: phalanx.data.Dataset.range(8).batch(ctx.get_per_replica_batch_size(4))
@@ -368,7 +368,7 @@ class Strategy:
         Returns:
           The pytree of placed ``jax.Array`` s.
 
-        Example:
+        Examples:
           >>> import numpy as np, phalanx
           >>> s = phalanx.MirroredStrategy(shard_parameters=True)
           >>> w = s.distribute_variables(np.zeros((64, 32), np.float32))
@@ -422,7 +422,7 @@ class Strategy:
           RunCompilationError: ``fn`` could not be traced (Python control flow on
             array values, conversion of traced arrays to numpy, ...).
 
-        Example:
+        Examples:
           >>> import jax.numpy as jnp
           >>> import phalanx
           >>> s = phalanx.OneDeviceStrategy()
@@ -515,7 +515,7 @@ class Strategy:
             (not on this strategy's devices) over more than one replica.
           ValueError: a ``PerReplica`` without one row per replica.
 
-        Example:
+        Examples:
           >>> import numpy as np
           >>> import phalanx
           >>> s = phalanx.OneDeviceStrategy()
@@ -615,7 +615,7 @@ class Strategy:
         Raises:
           DistributedValueError: the replicas' values differ in structure or shape.
 
-        Example:
+        Examples:
           >>> import phalanx
           >>> s = phalanx.OneDeviceStrategy()
           >>> v = s.experimental_distribute_values_from_function(

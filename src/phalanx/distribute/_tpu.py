@@ -23,10 +23,14 @@ import os
 import sys
 import threading
 import warnings
+from typing import TYPE_CHECKING
 
 from ..errors import DistributeArgumentError, TPUNotFoundError
 from ._devices import simulate_tpu
 from ._multi_worker import MultiWorkerMirroredStrategy
+
+if TYPE_CHECKING:
+    from ..cluster import ClusterResolver
 
 log = logging.getLogger("phalanx")
 
@@ -69,7 +73,7 @@ class TPUStrategy(MultiWorkerMirroredStrategy):
         (a ``RuntimeError``).
       DistributeArgumentError: ``compute_dtype`` is not ``"bfloat16"`` or ``"float32"``.
 
-    Example:
+    Examples:
       >>> s = TPUStrategy(experimental_simulate_on_cpu=True)
       >>> s.compute_dtype
       'bfloat16'
@@ -77,7 +81,7 @@ class TPUStrategy(MultiWorkerMirroredStrategy):
 
     def __init__(
         self,
-        tpu_cluster_resolver=None,
+        tpu_cluster_resolver: ClusterResolver | None = None,
         *,
         compute_dtype: str = "bfloat16",
         experimental_simulate_on_cpu: bool = False,

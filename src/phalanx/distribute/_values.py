@@ -39,7 +39,7 @@ class PerReplica:
     Raises:
       DistributedValueError: ``values`` is a list (one value per replica).
 
-    Example:
+    Examples:
       >>> import numpy as np
       >>> v = PerReplica(np.arange(4))
       >>> v.num_replicas
@@ -96,7 +96,7 @@ class Mirrored:
       values: a pytree of arrays (replicated over the strategy's mesh once passed
         through ``strategy.run``).
 
-    Example:
+    Examples:
       >>> Mirrored(1.0).values
       1.0
     """

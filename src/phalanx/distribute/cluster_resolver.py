@@ -1,8 +1,8 @@
 """``tf.distribute.cluster_resolver``'s names, for programs that spell them that way.
 
-The seeds write ``tf.distribute.cluster_resolver.TPUClusterResolver(tpu='')``;
+TensorFlow's TPU programs write ``tf.distribute.cluster_resolver.TPUClusterResolver(tpu='')``;
 with the rename ``tf.distribute`` -> ``phalanx.distribute`` that line runs as
-written. Each name here is the same object as in :mod:`phalanx.cluster`.
+written. Each name here is the same object as in `phalanx.cluster`.
 
 Example:
   >>> import phalanx

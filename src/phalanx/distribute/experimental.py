@@ -4,8 +4,8 @@ TensorFlow moved these out of ``experimental`` (``tf.distribute.TPUStrategy``,
 ...) and kept the old spellings; seed 004 writes
 ``tf.distribute.experimental.TPUStrategy(tpu)``. With the rename
 ``tf.distribute`` -> ``phalanx.distribute`` such lines run as written: each
-name is the same object as in :mod:`phalanx.distribute` (the preemption names
-as in :mod:`phalanx.checkpoint`).
+name is the same object as in `phalanx.distribute` (the preemption names
+as in `phalanx.checkpoint`).
 
 Example:
   >>> import phalanx

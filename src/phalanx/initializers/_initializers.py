@@ -326,7 +326,7 @@ def get(identifier: Any) -> Initializer | Any:
     Raises:
       UnknownNameError: an unknown name.
 
-    Example:
+    Examples:
       >>> get("he_normal")
       HeNormal(seed=None)
     """
@@ -355,7 +355,7 @@ def get(identifier: Any) -> Initializer | Any:
 def serialize(initializer: Initializer) -> dict:
     """``{"class_name": ..., "config": ...}`` (``deserialize``/``get`` read it back).
 
-    Example:
+    Examples:
       >>> serialize(Constant(2.0))
       {'class_name': 'Constant', 'config': {'value': 2.0}}
     """

@@ -9,7 +9,7 @@ wherever a local path does. ``gs://`` needs ``pip install "phalanx[gcs]"``,
 ``FileSystemNotInstalledError`` naming the extra.
 
 ``phalanx.io.gfile`` has ``tf.io.gfile``'s names (``exists``, ``glob``,
-``makedirs``, ``GFile`` ...) for the seeds' one-line ports. ``tf.io``'s
+``makedirs``, ``GFile`` ...) so a TensorFlow program ports line for line. ``tf.io``'s
 TFRecord and Example names (``parse_single_example``, ``parse_example``,
 ``FixedLenFeature``, ``VarLenFeature``, ``FixedLenSequenceFeature``,
 ``SparseFeature``, ``RaggedFeature``, ``TFRecordWriter``, ``TFRecordOptions``)

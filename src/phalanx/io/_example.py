@@ -364,7 +364,7 @@ def _as_bytes(v: Any) -> bytes:
 class BytesList:
     """A list of byte strings (``tf.train.BytesList``); ``str`` values are UTF-8 encoded.
 
-    Example:
+    Examples:
         >>> BytesList(value=[b"a", "é"]).value
         [b'a', b'\\xc3\\xa9']
     """
@@ -384,7 +384,7 @@ class BytesList:
 class FloatList:
     """A list of float32 values (``tf.train.FloatList``), held as a numpy array.
 
-    Example:
+    Examples:
         >>> FloatList(value=[0.5, 2]).value
         array([0.5, 2. ], dtype=float32)
     """
@@ -406,7 +406,7 @@ class FloatList:
 class Int64List:
     """A list of int64 values (``tf.train.Int64List``), held as a numpy array.
 
-    Example:
+    Examples:
         >>> Int64List(value=[1, -1]).value
         array([ 1, -1])
     """
@@ -430,11 +430,11 @@ class Feature:
     """One feature (``tf.train.Feature``): at most one of three typed lists.
 
     Args:
-        bytes_list: a :class:`BytesList`.
-        float_list: a :class:`FloatList`.
-        int64_list: an :class:`Int64List`.
+        bytes_list: a `BytesList`.
+        float_list: a `FloatList`.
+        int64_list: an `Int64List`.
 
-    Example:
+    Examples:
         >>> f = Feature(int64_list=Int64List(value=[3]))
         >>> f.WhichOneof("kind"), f.value
         ('int64_list', array([3]))
@@ -479,7 +479,7 @@ class Feature:
         return KIND_NAMES[self._kind]
 
     def WhichOneof(self, name: str) -> str | None:
-        """Returns :attr:`kind` (protobuf's spelling; ``name`` must be ``"kind"``)."""
+        """Returns `kind` (protobuf's spelling; ``name`` must be ``"kind"``)."""
         if name != "kind":
             raise ValueError(f"Feature has one oneof, 'kind'; received {name!r}.")
         return self.kind
@@ -519,12 +519,12 @@ class Feature:
 
 
 def feature_from_value(value: Any, name: str = "?") -> Feature:
-    """Returns a :class:`Feature` for a plain value: array, number, bytes/str, or a list of them.
+    """Returns a `Feature` for a plain value: array, number, bytes/str, or a list of them.
 
     Floating values become a FloatList, integers and booleans an Int64List,
     bytes and str a BytesList.
 
-    Example:
+    Examples:
         >>> feature_from_value([1.0, 2.0]).kind, feature_from_value(7).kind
         ('float_list', 'int64_list')
     """
@@ -560,11 +560,11 @@ def feature_from_value(value: Any, name: str = "?") -> Feature:
 
 
 class Features:
-    """A map from feature name to :class:`Feature` (``tf.train.Features``).
+    """A map from feature name to `Feature` (``tf.train.Features``).
 
     Args:
-        feature: a mapping of names to :class:`Feature` objects or plain values
-            (see :func:`feature_from_value`). The order is kept when encoding.
+        feature: a mapping of names to `Feature` objects or plain values
+            (see `feature_from_value`). The order is kept when encoding.
     """
 
     __slots__ = ("feature",)
@@ -591,9 +591,9 @@ class Example:
     """One example (``tf.train.Example``): named features, encoded as TensorFlow does.
 
     Args:
-        features: a :class:`Features`, or a mapping of names to features or plain values.
+        features: a `Features`, or a mapping of names to features or plain values.
 
-    Example:
+    Examples:
         >>> ex = Example(features={"label": 3, "image": np.array([0.5, 1.5], np.float32)})
         >>> data = ex.SerializeToString()
         >>> back = Example.FromString(data)
@@ -741,9 +741,9 @@ def serialize_example(features: Mapping[str, Any]) -> bytes:
     """Returns a serialized ``tf.train.Example`` from a plain dict, in the dict's order.
 
     The fast way to write Examples: values are arrays, numbers, bytes/str, lists
-    of them, or :class:`Feature` objects.
+    of them, or `Feature` objects.
 
-    Example:
+    Examples:
         >>> serialize_example({"x": np.array([1.0], np.float32)}).hex()
         '0a0f0a0d0a0178120812060a040000803f'
     """

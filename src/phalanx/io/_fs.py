@@ -6,16 +6,16 @@ A path is either a plain local path (``data/train.tfrecord``), served by
 ``simplecache::gs://...``), served by fsspec. Plain paths never import
 fsspec, so local reads cost what they always did.
 
-:func:`locate` is the one place that tells the two apart and finds the
+`locate` is the one place that tells the two apart and finds the
 file system; every other function here is a verb on the location it
 returns. A protocol whose package is missing raises
-:class:`~phalanx.errors.FileSystemNotInstalledError` naming the extra to
+`phalanx.errors.FileSystemNotInstalledError` naming the extra to
 install (``pip install "phalanx[gcs]"``).
 
 Reads from object stores stream through fsspec's read-ahead cache with
-blocks of at least :data:`READ_AHEAD_BYTES` (16 MiB): one ranged GET per
+blocks of at least `READ_AHEAD_BYTES` (16 MiB): one ranged GET per
 block, never the whole file before the first record. Writes that must be
-all-or-nothing go through :func:`atomic_write`: a temporary file renamed
+all-or-nothing go through `atomic_write`: a temporary file renamed
 into place on local disks; a local spool uploaded in one ``put_file`` (one
 object PUT, or a multipart upload completed only at the end) elsewhere, so
 an interrupted writer leaves the previous object as it was.
@@ -61,7 +61,7 @@ _EXTRAS = {"gs": "gcs", "gcs": "gcs", "s3": "s3", "s3a": "s3"}
 def is_url(path: str) -> bool:
     """True for a path with a protocol (``gs://b/x``, ``memory://x``, ``a::b://c``).
 
-    Example:
+    Examples:
         >>> is_url("gs://bucket/x"), is_url("data/x"), is_url("C:/data/x")
         (True, False, False)
     """
@@ -71,7 +71,7 @@ def is_url(path: str) -> bool:
 def protocol_of(path: str) -> str:
     """The protocol of the last file system in ``path`` (``""`` for a plain path).
 
-    Example:
+    Examples:
         >>> protocol_of("simplecache::s3://bucket/x"), protocol_of("/tmp/x")
         ('s3', '')
     """
@@ -123,7 +123,7 @@ def locate(path: str | os.PathLike) -> Location:
         FileSystemNotInstalledError: the protocol's package (gcsfs, s3fs ...) is missing.
         UnknownProtocolError: no fsspec file system serves the protocol.
 
-    Example:
+    Examples:
         >>> locate("data/x.tfrecord").fs is None
         True
         >>> loc = locate("memory://bucket/x.tfrecord")
@@ -177,7 +177,7 @@ def _not_installed(url: str, package: str, cause: Exception | None = None) -> Ex
 def os_path(path: str | os.PathLike) -> str | None:
     """The path on this machine's disks (plain paths and ``file://`` URLs); None when remote.
 
-    Example:
+    Examples:
         >>> os_path("file:///tmp/x"), os_path("/tmp/x"), os_path("memory://x")
         ('/tmp/x', '/tmp/x', None)
     """
@@ -203,12 +203,12 @@ def open(
         mode: ``"rb"``, ``"wb"``, ``"r"``, ``"w"``, ``"ab"`` ...
         buffering: the builtin's buffering, for plain local paths.
         block_size: for remote reads, the read-ahead block in bytes (at least
-            :data:`READ_AHEAD_BYTES`).
+            `READ_AHEAD_BYTES`).
         read_ahead: False for a remote file read a few bytes at a time (a
             sniff of its header): each read is then one ranged request.
         kwargs: text-mode options (``encoding``, ``newline``).
 
-    Example:
+    Examples:
         >>> with open("memory://doc/open.txt", "w") as f:
         ...     _ = f.write("hello")
         >>> open("memory://doc/open.txt", "r").read()
@@ -256,7 +256,7 @@ def glob(pattern: str | os.PathLike) -> list[str]:
     A remote pattern gives URLs with the same protocol, which every other
     function here (and every phalanx reader) takes back.
 
-    Example:
+    Examples:
         >>> for i in range(2):
         ...     with open(f"memory://doc/glob/part-{i}.txt", "wb") as f:
         ...         _ = f.write(b"x")
@@ -289,7 +289,7 @@ def atomic_write(path: str | os.PathLike) -> Iterator[IO[bytes]]:
     file, uploaded in one ``put_file`` when the block ends without error; an
     error leaves whatever was at ``path`` before untouched.
 
-    Example:
+    Examples:
         >>> with atomic_write("memory://doc/atomic/out.bin") as f:
         ...     _ = f.write(b"all")
         >>> open("memory://doc/atomic/out.bin").read()

@@ -31,9 +31,9 @@ class TextLineReader:
         path: the file.
         compression_type: ``None``/``""``, ``"ZLIB"`` or ``"GZIP"``.
         buffer_size: bytes to read at a time (at least 4 MiB).
-        start: ``(index, offset)`` to resume from, as :attr:`position` gave.
+        start: ``(index, offset)`` to resume from, as `position` gave.
 
-    Example:
+    Examples:
         >>> import os, tempfile
         >>> path = os.path.join(tempfile.mkdtemp(), "a.txt")
         >>> _ = open(path, "wb").write(b"one\\r\\n\\ntwo")
@@ -97,13 +97,13 @@ class FixedLengthRecordReader:
         footer_bytes: bytes to ignore at the end of the file.
         compression_type: ``None``/``""``, ``"ZLIB"`` or ``"GZIP"``.
         buffer_size: bytes to read at a time (at least 4 MiB).
-        start: ``(index, offset)`` to resume from, as :attr:`position` gave.
+        start: ``(index, offset)`` to resume from, as `position` gave.
 
     Raises:
         ValueError: an uncompressed body is not a multiple of ``record_bytes``.
         DataLossError: the same for a compressed file, after its complete records.
 
-    Example:
+    Examples:
         >>> import os, tempfile
         >>> path = os.path.join(tempfile.mkdtemp(), "f.bin")
         >>> _ = open(path, "wb").write(b"HDaabbccFT")

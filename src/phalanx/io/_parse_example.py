@@ -123,7 +123,7 @@ class FixedLenFeature:
         default_value: used when an example lacks the feature; without one a
             missing feature is an error.
 
-    Example:
+    Examples:
         >>> FixedLenFeature([2], "float32")
         FixedLenFeature(shape=(2,), dtype='float32', default_value=None)
     """
@@ -139,9 +139,9 @@ class FixedLenFeature:
 
 @dataclasses.dataclass(frozen=True)
 class VarLenFeature:
-    """A feature with any number of values, parsed to a :class:`SparseTensor` (``tf.io.VarLenFeature``).
+    """A feature with any number of values, parsed to a `SparseTensor` (``tf.io.VarLenFeature``).
 
-    Example:
+    Examples:
         >>> VarLenFeature(np.int64)
         VarLenFeature(dtype='int64')
     """
@@ -164,7 +164,7 @@ class FixedLenSequenceFeature:
             without it, as TF's ``parse_example``.
         default_value: the scalar that pads shorter sequences in a batch (0 or ``b""``).
 
-    Example:
+    Examples:
         >>> FixedLenSequenceFeature([2], "int64").shape
         (2,)
     """
@@ -181,7 +181,7 @@ class FixedLenSequenceFeature:
 
 @dataclasses.dataclass(frozen=True)
 class SparseFeature:
-    """Values and their indices, stored as separate features, parsed to one :class:`SparseTensor`
+    """Values and their indices, stored as separate features, parsed to one `SparseTensor`
     (``tf.io.SparseFeature``).
 
     Args:
@@ -194,7 +194,7 @@ class SparseFeature:
 
     ``parse_single_example`` gives ``dense_shape == size``; ``parse_example`` prepends the batch.
 
-    Example:
+    Examples:
         >>> SparseFeature("ix", "val", "float32", 10).size
         10
     """
@@ -245,7 +245,7 @@ _PARTITIONS = (RowSplits, RowLengths, RowStarts, RowLimits, ValueRowIds, Uniform
 @dataclasses.dataclass(frozen=True)
 class RaggedFeature:
     """A variable-length feature, optionally partitioned by other features, parsed to a
-    :class:`RaggedTensor` (``tf.io.RaggedFeature``).
+    `RaggedTensor` (``tf.io.RaggedFeature``).
 
     Args:
         dtype: ``float32``, ``int64`` or ``string``.
@@ -260,7 +260,7 @@ class RaggedFeature:
     partitions a ``RaggedTensor`` (inner ``UniformRowLength`` partitions reshape instead);
     ``parse_example`` gives a ``RaggedTensor`` whose first dimension is the batch.
 
-    Example:
+    Examples:
         >>> RaggedFeature("int64", partitions=[RaggedFeature.RowLengths("n")]).partitions
         (RowLengths(key='n'),)
     """
@@ -469,14 +469,14 @@ def parse_single_example(
 
     Returns:
         ``{name: value}``: a numpy array of the spec's shape for FixedLenFeature,
-        ``(items, *shape)`` for FixedLenSequenceFeature, a :class:`SparseTensor`
+        ``(items, *shape)`` for FixedLenSequenceFeature, a `SparseTensor`
         of rank 1 for VarLenFeature. Strings are object arrays of ``bytes``.
 
     Raises:
         ExampleParseError: malformed record, a missing required feature, a dtype
             or value-count mismatch.
 
-    Example:
+    Examples:
         >>> from phalanx.io._example import serialize_example
         >>> rec = serialize_example({"x": np.array([1.0, 2.0], np.float32), "y": 7})
         >>> out = parse_single_example(rec, {"x": FixedLenFeature([2], np.float32),
@@ -614,13 +614,13 @@ def parse_example(
     Returns:
         ``{name: value}``: ``(batch, *shape)`` arrays for FixedLenFeature,
         ``(batch, max_items, *shape)`` padded arrays for FixedLenSequenceFeature,
-        and a :class:`SparseTensor` with ``dense_shape == [batch, max_count]``
+        and a `SparseTensor` with ``dense_shape == [batch, max_count]``
         for VarLenFeature (call ``.to_ragged()`` for rows).
 
     Raises:
-        ExampleParseError: as :func:`parse_single_example`, naming the record index.
+        ExampleParseError: as `parse_single_example`, naming the record index.
 
-    Example:
+    Examples:
         >>> from phalanx.io._example import serialize_example
         >>> recs = [serialize_example({"x": np.float32([i, i]), "n": np.arange(i)})
         ...         for i in range(3)]

@@ -23,9 +23,9 @@ __all__ = ["StagedDir", "StagedFile"]
 
 
 class StagedDir:
-    """A local folder whose files are uploaded to the folder ``url`` on :meth:`sync`.
+    """A local folder whose files are uploaded to the folder ``url`` on `sync`.
 
-    Example:
+    Examples:
         >>> staged = StagedDir("memory://staging-doc/logs")
         >>> with open(os.path.join(staged.local, "a.txt"), "w") as f:
         ...     _ = f.write("x")
@@ -61,7 +61,7 @@ class StagedDir:
 
 
 class StagedFile:
-    """A local file uploaded to ``url`` on :meth:`sync`; with ``download``, it starts as ``url``'s copy."""
+    """A local file uploaded to ``url`` on `sync`; with ``download``, it starts as ``url``'s copy."""
 
     def __init__(self, url: str, *, download: bool = False):
         _fs.locate(url)

@@ -10,8 +10,8 @@ A TFRecord file is a sequence of records, each framed as::
 optionally inside one GZIP or ZLIB stream. ``mask(crc) = rotr15(crc) +
 0xa282ead8 (mod 2**32)``, as in TensorFlow's ``crc32c::Mask``.
 
-This module holds the framing (:class:`TFRecordWriter`, :class:`TFRecordOptions`)
-and a low-level, resumable reader of one file (:class:`TFRecordReader`) that the
+This module holds the framing (`TFRecordWriter`, `TFRecordOptions`)
+and a low-level, resumable reader of one file (`TFRecordReader`) that the
 ``TFRecordDataset`` source and ``phalanx records`` build on. Reading goes a
 large chunk at a time, and every complete record of a chunk is framed at once
 (``TFRecordReader.blocks``, ``_frame``): the length headers are followed with
@@ -73,7 +73,7 @@ _COMPRESSION_TYPES = (None, "", "ZLIB", "GZIP")
 def masked_crc32c(data: bytes) -> int:
     """Returns TensorFlow's masked CRC-32C of ``data``, as stored in TFRecord framing.
 
-    Example:
+    Examples:
         >>> hex(masked_crc32c(b""))
         '0xa282ead8'
     """
@@ -242,7 +242,7 @@ class TFRecordOptions:
         mem_level: zlib ``memLevel``; TensorFlow's default is 9.
         compression_strategy: zlib strategy (``zlib.Z_DEFAULT_STRATEGY`` ...).
 
-    Example:
+    Examples:
         >>> TFRecordOptions("GZIP").compression_type
         'GZIP'
         >>> TFRecordOptions.get_compression_type_string("zlib")
@@ -273,7 +273,7 @@ class TFRecordOptions:
 
     @classmethod
     def coerce(cls, options: TFRecordOptions | str | None) -> TFRecordOptions:
-        """Returns ``options`` as a :class:`TFRecordOptions` (a string names the compression)."""
+        """Returns ``options`` as a `TFRecordOptions` (a string names the compression)."""
         if isinstance(options, TFRecordOptions):
             return options
         return cls(compression_type=options)
@@ -282,7 +282,7 @@ class TFRecordOptions:
 def frame_record(record: bytes) -> bytes:
     """Returns ``record`` framed as one TFRecord (header, data, footer).
 
-    Example:
+    Examples:
         >>> frame_record(b"a").hex()
         '01000000000000000175de4161786ee428'
     """
@@ -302,10 +302,10 @@ class TFRecordWriter:
         path: the file to create (replaced if it exists): a local path or a URL
             (``gs://``, ``s3://``, ``memory://`` ...; on an object store the
             file appears when the writer is closed).
-        options: a :class:`TFRecordOptions`, or a compression type string
+        options: a `TFRecordOptions`, or a compression type string
             (``"GZIP"``, ``"ZLIB"``, ``""``/``None``).
 
-    Example:
+    Examples:
         >>> import os, tempfile
         >>> path = os.path.join(tempfile.mkdtemp(), "x.tfrecord")
         >>> with TFRecordWriter(path) as w:
@@ -547,7 +547,7 @@ class TFRecordReader:
     """Iterates the records of one TFRecord file, checking every CRC (low level).
 
     Iterating yields each record's data as ``bytes``. After each record,
-    :attr:`position` is ``(index, offset)`` of the next one: its index in the
+    `position` is ``(index, offset)`` of the next one: its index in the
     file and its byte offset in the (decompressed) stream; pass it back as
     ``start=`` to resume exactly there (for a compressed file the reader
     inflates and discards the bytes before ``offset``).
@@ -558,16 +558,16 @@ class TFRecordReader:
         buffer_size: bytes to read at a time (at least 4 MiB are read; remote
             files read ahead at least 16 MiB per request).
         skip_corrupt: skip records whose CRC does not match (and a truncated
-            tail) instead of raising, counting them in :attr:`corrupt_count` and
-            listing them in :attr:`damaged`.
-        start: ``(index, offset)`` to start from, as :attr:`position` gave.
+            tail) instead of raising, counting them in `corrupt_count` and
+            listing them in `damaged`.
+        start: ``(index, offset)`` to start from, as `position` gave.
 
     Raises:
         CorruptRecordError: a CRC does not match (naming file, record index, byte offset).
         TruncatedRecordError: the file ends inside a record, raised after every
             complete record was yielded.
 
-    Example:
+    Examples:
         >>> import os, tempfile
         >>> path = os.path.join(tempfile.mkdtemp(), "x.tfrecord")
         >>> with TFRecordWriter(path, "GZIP") as w:
@@ -606,10 +606,10 @@ class TFRecordReader:
         return self._records()
 
     def blocks(self) -> Iterator[RecordBlock]:
-        """Yields the records as :class:`RecordBlock` s: every complete record of a read chunk
+        """Yields the records as `RecordBlock` s: every complete record of a read chunk
         at once (the same records, in the same order, as iterating the reader).
 
-        :attr:`position` is not updated per record: each block carries the
+        `position` is not updated per record: each block carries the
         position after each of its records.
         """
         return self._blocks()
@@ -809,7 +809,7 @@ def tf_record_iterator(
 ) -> Iterator[bytes]:
     """Yields the records of one TFRecord file (``tf.compat.v1.io.tf_record_iterator``).
 
-    Example:
+    Examples:
         >>> import os, tempfile
         >>> path = os.path.join(tempfile.mkdtemp(), "x.tfrecord")
         >>> with TFRecordWriter(path) as w:

@@ -69,7 +69,7 @@ class GFile:
         FileNotFoundError: reading a file that does not exist.
         FileSystemNotInstalledError: the URL's protocol package is missing.
 
-    Example:
+    Examples:
         >>> with GFile("memory://gfile-doc/a.bin", "wb") as f:
         ...     _ = f.write(b"abc")
         >>> with GFile("memory://gfile-doc/a.bin", "rb") as f:
@@ -262,7 +262,7 @@ def copy(src: str | os.PathLike, dst: str | os.PathLike, overwrite: bool = False
 def join(path: str, *paths: str) -> str:
     """Joins path components with ``/`` (``tf.io.gfile.join``); URLs keep their protocol.
 
-    Example:
+    Examples:
         >>> join("gs://bucket", "data", "train.tfrecord")
         'gs://bucket/data/train.tfrecord'
     """

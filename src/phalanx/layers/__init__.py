@@ -2,7 +2,7 @@
 
 Each layer is an ``nnx.Module`` holding its Keras configuration; it creates
 its nnx children (``nnx.Linear``, ``nnx.Conv``, ``nnx.BatchNorm``, ...) when it
-learns its input shape (``build``). Stack them in :class:`phalanx.train.Sequential`.
+learns its input shape (``build``). Stack them in `phalanx.train.Sequential`.
 """
 
 from ._activation_layers import ELU as ELU

@@ -40,7 +40,7 @@ class ReLU(Layer):
       negative_slope: the slope below ``threshold``; >= 0.
       threshold: where the function starts passing ``x``.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> ReLU(max_value=2.0)(jnp.array([[-1.0, 1.0, 3.0]])).tolist()
       [[0.0, 1.0, 2.0]]
@@ -76,7 +76,7 @@ class ReLU(Layer):
 class LeakyReLU(Layer):
     """Keras's ``LeakyReLU``: ``x`` for ``x >= 0``, ``negative_slope * x`` below (default 0.3).
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> LeakyReLU(0.5)(jnp.array([[-2.0, 2.0]])).tolist()
       [[-1.0, 2.0]]
@@ -102,7 +102,7 @@ class LeakyReLU(Layer):
 class ELU(Layer):
     """Keras's ``ELU``: ``x`` for ``x > 0``, ``alpha * (exp(x) - 1)`` below.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> ELU()(jnp.array([[0.0, 1.0]])).tolist()
       [[0.0, 1.0]]
@@ -131,7 +131,7 @@ class Softmax(Layer):
     Call: ``layer(x, mask=None)``; where ``mask`` is False the logit is replaced
     by a large negative number and the output is 0, as Keras 3.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> Softmax()(jnp.zeros((1, 2))).tolist()
       [[0.5, 0.5]]
@@ -174,7 +174,7 @@ def _large_negative(dtype: Any) -> float:
 class RepeatVector(Layer):
     """Keras's ``RepeatVector``: ``(batch, features)`` -> ``(batch, n, features)``.
 
-    Example:
+    Examples:
       >>> RepeatVector(3).compute_output_shape((4,))
       (3, 4)
     """
@@ -196,7 +196,7 @@ class RepeatVector(Layer):
 class Permute(Layer):
     """Keras's ``Permute``: reorders the non-batch axes; ``dims`` counts them from 1.
 
-    Example:
+    Examples:
       >>> Permute((2, 1)).compute_output_shape((10, 64))
       (64, 10)
     """
@@ -238,7 +238,7 @@ class PReLU(Layer):
       shared_axes: an int or a list of the axes sharing one ``alpha`` (e.g. ``[1, 2]``
         for one per channel of an image).
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> PReLU()(jnp.array([[-1.0, 2.0]])).tolist()
       [[0.0, 2.0]]

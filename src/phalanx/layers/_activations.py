@@ -82,7 +82,7 @@ def get(identifier: str | Activation | None) -> Activation:
     Raises:
       UnknownNameError: the name is unknown (the message lists the known names).
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> get("relu")(jnp.array([-1.0, 2.0])).tolist()
       [0.0, 2.0]

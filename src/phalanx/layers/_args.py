@@ -25,7 +25,7 @@ def is_positive_int(value: Any) -> bool:
 def positive_int(layer: str, what: str, value: Any, example: str) -> int:
     """``value`` as an int when it is a positive int; else a ``LayerArgumentError``.
 
-    Example:
+    Examples:
       >>> positive_int("Dense", "units", 128, "Dense(128)")
       128
     """
@@ -50,7 +50,7 @@ def _number(value: Any) -> float | None:
 def rate(layer: str, what: str, value: Any, *, one: bool) -> float:
     """``value`` as a float in ``[0, 1]`` (``[0, 1)`` unless ``one``); else a ``LayerArgumentError``.
 
-    Example:
+    Examples:
       >>> rate("Dropout", "rate", 0.5, one=True)
       0.5
     """

@@ -97,7 +97,7 @@ class MultiHeadAttention(Layer):
       activity_regularizer: a penalty on the layer's output(s), divided by the batch size.
       name: the layer's name.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> mha = MultiHeadAttention(num_heads=2, key_dim=4)
       >>> mha(jnp.ones((1, 3, 8)), jnp.ones((1, 5, 8))).shape

@@ -189,7 +189,7 @@ class Conv1DTranspose(ConvTranspose):
     """A transposed 1-D convolution over ``(batch, steps, channels)`` (arguments on
     ``ConvTranspose``), Keras 3's output sizes and kernel layout ``(k, filters, in)``.
 
-    Example:
+    Examples:
       >>> Conv1DTranspose(4, 3, strides=2).build((None, 5, 2))
       (11, 4)
     """
@@ -203,7 +203,7 @@ class Conv2DTranspose(ConvTranspose):
     """A transposed 2-D convolution over NHWC images (arguments on ``ConvTranspose``),
     Keras 3's output sizes and kernel layout ``(kh, kw, filters, in)``.
 
-    Example:
+    Examples:
       >>> Conv2DTranspose(8, 3, strides=2, padding="same").build((None, 7, 7, 4))
       (14, 14, 8)
     """

@@ -41,7 +41,7 @@ def _convolution() -> Any:
 def spatial_tuple(layer: str, value: Any, what: str, rank: int) -> tuple[int, ...]:
     """``value`` (an int, or ``rank`` ints) as ``rank`` positive ints; else a ``LayerArgumentError``.
 
-    Example:
+    Examples:
       >>> spatial_tuple("Conv2D", 3, "kernel_size", 2)
       (3, 3)
     """
@@ -288,7 +288,7 @@ class Conv2D(Conv):
     ``strides`` and ``dilation_rate`` are ints or pairs ``(height, width)``,
     kept as pairs; ``input_shape`` is ``(height, width, channels)``.
 
-    Example:
+    Examples:
       >>> layer = Conv2D(32, 3, activation="relu")
       >>> layer.build((28, 28, 1))
       (26, 26, 32)
@@ -319,7 +319,7 @@ class Conv1D(Conv):
     ``padding`` may also be ``"causal"`` (left padding by ``dilation_rate *
     (kernel_size - 1)``); ``input_shape`` is ``(steps, channels)``.
 
-    Example:
+    Examples:
       >>> layer = Conv1D(8, 3, activation="relu")
       >>> layer.build((10, 4))
       (8, 8)

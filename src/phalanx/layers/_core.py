@@ -6,7 +6,7 @@ drawn from ``uniform(-0.05, 0.05)``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax.numpy as jnp
 from flax import nnx
@@ -17,11 +17,14 @@ from . import _args as _layer_args
 from ._args import positive_int
 from ._layer import Layer, Shape, format_shape
 
+if TYPE_CHECKING:
+    from ._symbolic import KerasTensor
+
 
 class InputLayer(Layer):
     """Declares the per-example input shape (and dtype) of a network.
 
-    Use it (or :func:`Input`) as the first element of a ``Sequential``. It has
+    Use it (or `Input`) as the first element of a ``Sequential``. It has
     no weights; inputs of another dtype are cast to ``dtype`` when given.
 
     Args:
@@ -31,7 +34,7 @@ class InputLayer(Layer):
       dtype: the dtype inputs are cast to, or None to keep theirs.
       name: the layer's name.
 
-    Example:
+    Examples:
       >>> InputLayer(shape=(784,)).declared_input_shape
       (784,)
     """
@@ -62,7 +65,7 @@ def Input(
     name: str | None = None,
     *,
     batch_shape: Any = None,
-):
+) -> KerasTensor:
     """Keras's ``Input``: a symbolic batch that starts a functional model (or a ``Sequential``).
 
     Args:
@@ -74,10 +77,10 @@ def Input(
       batch_shape: Keras's alternative to ``shape``: the shape with the batch axis first.
 
     Returns:
-      A symbolic tensor (``KerasTensor``): call layers on it, then
-      ``phalanx.Model(inputs, outputs)``; or put it first in a ``Sequential``.
+      A symbolic tensor (a ``KerasTensor``): call layers on it, then
+        ``phalanx.Model(inputs, outputs)``; or put it first in a ``Sequential``.
 
-    Example:
+    Examples:
       >>> Input(shape=(28, 28, 1)).shape
       (None, 28, 28, 1)
     """
@@ -112,7 +115,7 @@ class Dense(Layer):
       input_shape: the per-example input shape, on a network's first layer.
       dtype: the computation dtype; parameters are float32.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> layer = Dense(128, activation="relu")
       >>> layer.build((784,))
@@ -198,7 +201,7 @@ class Activation(Layer):
       name: the layer's name.
       input_shape: the per-example input shape, on a network's first layer.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> Activation("relu")(jnp.array([[-1.0, 1.0]])).tolist()
       [[0.0, 1.0]]
@@ -236,7 +239,7 @@ class Embedding(Layer):
         there, and a ``Sequential`` or functional model gives it to the layers
         after it that take ``mask=`` (recurrent layers, ``MultiHeadAttention``...).
 
-    Example:
+    Examples:
       >>> layer = Embedding(1000, 64)
       >>> layer.build((10,))
       (10, 64)
@@ -314,7 +317,7 @@ class Masking(Layer):
     Args:
       mask_value: the padding value, default 0.0.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> x = jnp.array([[[1.0], [0.0]]])
       >>> Masking().compute_mask(x).tolist()
@@ -353,7 +356,7 @@ class Lambda(Layer):
       mask: a mask or ``fn(inputs, mask)`` giving the output mask (None: no mask).
       arguments: keyword arguments given to ``function``.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> Lambda(lambda x: x * 2)(jnp.array([[1.0, 2.0]])).tolist()
       [[2.0, 4.0]]

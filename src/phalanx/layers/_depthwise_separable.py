@@ -276,7 +276,7 @@ class SeparableConv(_DepthwiseBase):
 class DepthwiseConv1D(DepthwiseConv):
     """A depthwise 1-D convolution over ``(batch, steps, channels)`` (arguments on ``DepthwiseConv``).
 
-    Example:
+    Examples:
       >>> DepthwiseConv1D(3, depth_multiplier=2).build((None, 10, 4))
       (8, 8)
     """
@@ -289,7 +289,7 @@ class DepthwiseConv1D(DepthwiseConv):
 class DepthwiseConv2D(DepthwiseConv):
     """A depthwise 2-D convolution over NHWC images (arguments on ``DepthwiseConv``).
 
-    Example:
+    Examples:
       >>> DepthwiseConv2D(3, padding="same").build((None, 8, 8, 4))
       (8, 8, 4)
     """
@@ -302,7 +302,7 @@ class DepthwiseConv2D(DepthwiseConv):
 class SeparableConv1D(SeparableConv):
     """A separable 1-D convolution over ``(batch, steps, channels)`` (arguments on ``SeparableConv``).
 
-    Example:
+    Examples:
       >>> SeparableConv1D(6, 3).build((None, 10, 4))
       (8, 6)
     """
@@ -315,7 +315,7 @@ class SeparableConv1D(SeparableConv):
 class SeparableConv2D(SeparableConv):
     """A separable 2-D convolution over NHWC images (arguments on ``SeparableConv``).
 
-    Example:
+    Examples:
       >>> SeparableConv2D(16, 3, strides=2, padding="same").build((None, 8, 8, 4))
       (4, 4, 16)
     """

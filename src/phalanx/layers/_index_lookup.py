@@ -194,7 +194,7 @@ class StringLookup(IndexLookup):
       invert: map indices to tokens.
       output_mode: ``"int"`` (default), ``"one_hot"``, ``"multi_hot"`` or ``"count"``.
 
-    Example:
+    Examples:
       >>> import numpy as np
       >>> StringLookup(vocabulary=["a", "b"])(np.array([[b"a", b"c"], [b"b", b"b"]])).tolist()
       [[1, 0], [2, 2]]
@@ -253,7 +253,7 @@ class IntegerLookup(IndexLookup):
       invert: map indices to tokens.
       output_mode: ``"int"`` (default), ``"one_hot"``, ``"multi_hot"`` or ``"count"``.
 
-    Example:
+    Examples:
       >>> import numpy as np
       >>> IntegerLookup(vocabulary=[12, 36])(np.array([12, 7, 36])).tolist()
       [1, 0, 2]

@@ -1,7 +1,7 @@
 """The protocol of a layer of one's own, as Keras users write it: ``build(input_shape)``
 with the batch axis, ``call`` given only the options it declares, ``add_loss``.
 
-:class:`~phalanx.layers._layer.Layer` uses these: ``_BUILDING`` knows the layers whose
+`phalanx.layers._layer.Layer` uses these: ``_BUILDING`` knows the layers whose
 Keras ``build`` runs (and the ``nnx.Rngs`` their ``add_weight`` draws from), ``_CALLS``
 the calls in progress (the ``training`` an outer call passes on, Keras's call context,
 and the losses ``add_loss`` adds, kept per example so that ``fit`` averages them over

@@ -12,7 +12,7 @@ Shapes phalanx's layers use internally (``_build``, ``compute_output_shape``,
 ``input_shape=`` argument; a ``None`` entry is a size known only at call time.
 ``build`` also takes Keras's shape with the batch axis (a leading None).
 
-A layer of one's own is written as Keras's (:mod:`phalanx.layers._keras_protocol`):
+A layer of one's own is written as Keras's (`phalanx.layers._keras_protocol`):
 ``build(self, input_shape)`` receives the shape with the batch axis and creates
 weights with ``add_weight``; ``call(self, inputs, training=None, mask=None)`` is
 given only the options it declares; ``add_loss`` adds to the loss of the call;
@@ -20,7 +20,7 @@ its output shape comes from running ``call`` (or its ``compute_output_shape``,
 written with the batch axis).
 
 Layers are built eagerly, outside ``jit``: a layer called on a traced array
-before it is built raises :class:`~phalanx.errors.NotBuiltError`. A built
+before it is built raises `phalanx.errors.NotBuiltError`. A built
 layer checks every input's shape when it is traced, so a wrong shape fails
 with the layer's name before XLA compiles anything.
 
@@ -29,11 +29,11 @@ Random keys: ``__call__(x, training=..., rngs=...)`` takes an optional
 in training (``Dropout``) use; the layer holds no random state of its own.
 A layer called without a key inside a model's step (a subclassed model's
 ``call``, as Keras users write it) draws from the key the step put in the
-random context (:func:`random_context`), folded with the layer's position.
+random context (`random_context`), folded with the layer's position.
 
-Symbolic calls: a layer called on a :class:`~phalanx.layers._symbolic.KerasTensor`
+Symbolic calls: a layer called on a `phalanx.layers._symbolic.KerasTensor`
 (from ``phalanx.Input``) builds itself from the tensor's shape and returns
-symbolic outputs; :mod:`phalanx.models._functional` turns the recorded calls
+symbolic outputs; `phalanx.models._functional` turns the recorded calls
 into a model.
 
 Keras's introspection: ``trainable`` (False freezes the layer's weights in
@@ -250,7 +250,7 @@ class Layer(Regularized, nnx.Module):
         return _traced_output_shape(self, input_shape)
 
     def _check_input_shape(self, input_shape: Shape) -> None:
-        """Raises :class:`LayerShapeError` when the layer cannot take ``input_shape``."""
+        """Raises `LayerShapeError` when the layer cannot take ``input_shape``."""
 
     def _build(self, input_shape: Shape, rngs: nnx.Rngs) -> None:
         """Creates the nnx children for ``input_shape``; layers without weights do nothing."""
@@ -366,7 +366,7 @@ class Layer(Regularized, nnx.Module):
         return self._input_shape_of(x)
 
     def check_input(self, x: Any) -> None:
-        """Raises :class:`LayerShapeError` when a batch ``x`` does not fit the built layer.
+        """Raises `LayerShapeError` when a batch ``x`` does not fit the built layer.
 
         A layer of one's own is not checked (as Keras without an ``input_spec``).
         """

@@ -87,7 +87,7 @@ class _ElementWise(_Merge):
 class Add(_ElementWise):
     """Adds a list of inputs element-wise: ``Add()([a, b]) == a + b``.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> Add()([jnp.ones((1, 2)), jnp.ones((1, 2))]).tolist()
       [[2.0, 2.0]]
@@ -99,7 +99,7 @@ class Add(_ElementWise):
 class Multiply(_ElementWise):
     """Multiplies a list of inputs element-wise.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> Multiply()([jnp.full((1, 2), 2.0), jnp.full((1, 2), 3.0)]).tolist()
       [[6.0, 6.0]]
@@ -145,7 +145,7 @@ class Concatenate(_Merge):
       axis: the axis to join along, counting the batch axis (``-1``: features).
       name: the layer's name.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> Concatenate()([jnp.ones((1, 2)), jnp.zeros((1, 3))]).shape
       (1, 5)

@@ -82,7 +82,7 @@ class BatchNormalization(_Normalization):
       name: the layer's name.
       input_shape: the per-example input shape, on a network's first layer.
 
-    Example:
+    Examples:
       >>> layer = BatchNormalization()
       >>> layer.build((16,))
       (16,)
@@ -169,7 +169,7 @@ class LayerNormalization(_Normalization):
       name: the layer's name.
       input_shape: the per-example input shape, on a network's first layer.
 
-    Example:
+    Examples:
       >>> layer = LayerNormalization()
       >>> layer.build((10, 16))
       (10, 16)
@@ -259,7 +259,7 @@ class GroupNormalization(Layer):
       beta_constraint: not supported (raises).
       gamma_constraint: not supported (raises).
 
-    Example:
+    Examples:
       >>> layer = GroupNormalization(groups=2)
       >>> layer.build((None, 8, 4))
       (8, 4)
@@ -373,7 +373,7 @@ class RMSNormalization(Layer):
       axis: the axis (or list of axes) to normalize over; default -1.
       epsilon: added to the mean square; default 1e-6.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> [round(v, 3) for v in RMSNormalization()(jnp.array([[3.0, 4.0]]))[0].tolist()]
       [0.849, 1.131]
@@ -435,7 +435,7 @@ class UnitNormalization(Layer):
     Args:
       axis: the axis (or list of axes); default -1.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> UnitNormalization()(jnp.array([[3.0, 4.0]])).tolist()
       [[0.6000000238418579, 0.800000011920929]]

@@ -106,7 +106,7 @@ class MaxPooling1D(_MaxPooling):
       name: the layer's name.
       input_shape: the per-example input shape ``(steps, channels)``.
 
-    Example:
+    Examples:
       >>> MaxPooling1D().compute_output_shape((10, 4))
       (5, 4)
     """
@@ -125,7 +125,7 @@ class AveragePooling1D(_AveragePooling):
       name: the layer's name.
       input_shape: the per-example input shape ``(steps, channels)``.
 
-    Example:
+    Examples:
       >>> AveragePooling1D(3, strides=1, padding="same").compute_output_shape((10, 4))
       (10, 4)
     """
@@ -144,7 +144,7 @@ class MaxPooling2D(_MaxPooling):
       name: the layer's name.
       input_shape: the per-example input shape ``(height, width, channels)``.
 
-    Example:
+    Examples:
       >>> MaxPooling2D().compute_output_shape((26, 26, 32))
       (13, 13, 32)
     """
@@ -163,7 +163,7 @@ class AveragePooling2D(_AveragePooling):
       name: the layer's name.
       input_shape: the per-example input shape ``(height, width, channels)``.
 
-    Example:
+    Examples:
       >>> AveragePooling2D(3, strides=1, padding="same").compute_output_shape((5, 5, 2))
       (5, 5, 2)
     """
@@ -182,7 +182,7 @@ class MaxPooling3D(_MaxPooling):
       name: the layer's name.
       input_shape: the per-example input shape ``(depth, height, width, channels)``.
 
-    Example:
+    Examples:
       >>> MaxPooling3D().compute_output_shape((4, 4, 4, 2))
       (2, 2, 2, 2)
     """
@@ -201,7 +201,7 @@ class AveragePooling3D(_AveragePooling):
       name: the layer's name.
       input_shape: the per-example input shape ``(depth, height, width, channels)``.
 
-    Example:
+    Examples:
       >>> AveragePooling3D().compute_output_shape((4, 4, 4, 2))
       (2, 2, 2, 2)
     """
@@ -253,7 +253,7 @@ class GlobalAveragePooling1D(_GlobalPooling):
       keepdims: keep the steps axis with size 1, as Keras.
       name: the layer's name.
 
-    Example:
+    Examples:
       >>> GlobalAveragePooling1D().compute_output_shape((10, 16))
       (16,)
     """
@@ -283,7 +283,7 @@ class GlobalMaxPooling1D(_GlobalPooling):
       keepdims: keep the steps axis with size 1, as Keras.
       name: the layer's name.
 
-    Example:
+    Examples:
       >>> GlobalMaxPooling1D(keepdims=True).compute_output_shape((10, 16))
       (1, 16)
     """
@@ -301,7 +301,7 @@ class GlobalAveragePooling2D(_GlobalPooling):
       name: the layer's name.
       input_shape: the per-example input shape ``(height, width, channels)``.
 
-    Example:
+    Examples:
       >>> GlobalAveragePooling2D().compute_output_shape((7, 7, 64))
       (64,)
     """
@@ -319,7 +319,7 @@ class GlobalMaxPooling2D(_GlobalPooling):
       name: the layer's name.
       input_shape: the per-example input shape ``(height, width, channels)``.
 
-    Example:
+    Examples:
       >>> GlobalMaxPooling2D().compute_output_shape((7, 7, 64))
       (64,)
     """
@@ -336,7 +336,7 @@ class GlobalAveragePooling3D(_GlobalPooling):
       keepdims: keep the spatial axes with size 1, as Keras.
       name: the layer's name.
 
-    Example:
+    Examples:
       >>> GlobalAveragePooling3D().compute_output_shape((4, 4, 4, 8))
       (8,)
     """
@@ -353,7 +353,7 @@ class GlobalMaxPooling3D(_GlobalPooling):
       keepdims: keep the spatial axes with size 1, as Keras.
       name: the layer's name.
 
-    Example:
+    Examples:
       >>> GlobalMaxPooling3D(keepdims=True).compute_output_shape((4, 4, 4, 8))
       (1, 1, 1, 8)
     """

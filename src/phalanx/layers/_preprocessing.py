@@ -34,7 +34,7 @@ class Rescaling(Layer):
       scale: a number (or an array broadcastable to the inputs).
       offset: a number (or array); default 0.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> Rescaling(1 / 255)(jnp.array([[255.0, 0.0]])).tolist()
       [[1.0, 0.0]]
@@ -81,7 +81,7 @@ class Resizing(Layer):
       antialias: antialias when downsampling; default False (Keras).
       data_format: ``"channels_last"`` or None.
 
-    Example:
+    Examples:
       >>> Resizing(8, 6).compute_output_shape((4, 4, 3))
       (8, 6, 3)
     """
@@ -145,7 +145,7 @@ class CenterCrop(Layer):
       width: the output width.
       data_format: ``"channels_last"`` or None.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> CenterCrop(2, 2)(jnp.arange(16.0).reshape(1, 4, 4, 1))[0, :, :, 0].tolist()
       [[5.0, 6.0], [9.0, 10.0]]
@@ -202,7 +202,7 @@ class Normalization(Layer):
       variance: the variance (given with ``mean``).
       invert: apply the inverse transformation (``mean + x * std``).
 
-    Example:
+    Examples:
       >>> import numpy as np
       >>> layer = Normalization()
       >>> layer.adapt(np.array([[0.0, 10.0], [2.0, 30.0]], np.float32))
@@ -356,7 +356,7 @@ class CategoryEncoding(Layer):
 
     Call options: ``count_weights=`` (``"count"`` only): a weight per index.
 
-    Example:
+    Examples:
       >>> import numpy as np
       >>> CategoryEncoding(4)(np.array([[0, 1], [3, 3]])).tolist()
       [[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]]

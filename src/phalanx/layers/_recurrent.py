@@ -5,7 +5,7 @@ As Keras 3's JAX backend (``backend.rnn``): a masked step keeps the previous
 state and repeats the previous output (zeros with ``zero_output_for_mask``, as
 ``Bidirectional`` sets for sequences), ``go_backwards`` returns the sequence in
 processing order, ``unroll=True`` is a Python loop. The cells are in
-:mod:`._recurrent_cells`. Shapes given to ``build`` are per example:
+`._recurrent_cells`. Shapes given to ``build`` are per example:
 ``(timesteps, features)``; sequences of any length are accepted once built.
 """
 
@@ -61,7 +61,7 @@ class RNN(Layer):
     Call arguments: ``layer(x, initial_state=None, mask=None, training=...)``;
     ``mask`` is ``(batch, timesteps)`` booleans, False for padding.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> layer = RNN(SimpleRNNCell(4), return_sequences=True)
       >>> layer(jnp.ones((2, 5, 3))).shape
@@ -307,7 +307,7 @@ class RNN(Layer):
 
     @classmethod
     def from_config(cls, config: dict) -> RNN:
-        """Rebuilds the layer from :meth:`get_config` (the cell by its phalanx class name)."""
+        """Rebuilds the layer from `get_config` (the cell by its phalanx class name)."""
         config = dict(config)
         config.pop("trainable", None)
         cell = config.pop("cell")
@@ -362,7 +362,7 @@ class _CellLayer(RNN):
 
     @classmethod
     def from_config(cls, config: dict) -> _CellLayer:
-        """Rebuilds the layer from :meth:`get_config`."""
+        """Rebuilds the layer from `get_config`."""
         config = dict(config)
         trainable = config.pop("trainable", True)
         config.pop("zero_output_for_mask", None)
@@ -438,9 +438,9 @@ _COMMON_CELL_KEYS = (
 class SimpleRNN(_CellLayer):
     """Keras's ``SimpleRNN``: ``RNN(SimpleRNNCell(...))`` with the cell's arguments.
 
-    Args: those of :class:`SimpleRNNCell` and of :class:`RNN`.
+    Args: those of `SimpleRNNCell` and of `RNN`.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> SimpleRNN(4)(jnp.ones((2, 5, 3))).shape
       (2, 4)
@@ -482,10 +482,10 @@ class SimpleRNN(_CellLayer):
 class LSTM(_CellLayer):
     """Keras's ``LSTM``: ``RNN(LSTMCell(...))``; ``return_state`` gives ``[output, h, c]``.
 
-    Args: those of :class:`LSTMCell` and of :class:`RNN`; ``use_cudnn`` is
+    Args: those of `LSTMCell` and of `RNN`; ``use_cudnn`` is
     ``'auto'`` or False (XLA has no cuDNN kernel; True raises).
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> out, h, c = LSTM(4, return_state=True)(jnp.ones((2, 5, 3)))
       >>> out.shape, c.shape
@@ -534,9 +534,9 @@ class LSTM(_CellLayer):
 class GRU(_CellLayer):
     """Keras's ``GRU``: ``RNN(GRUCell(...))``, ``reset_after=True`` by default as Keras 3.
 
-    Args: those of :class:`GRUCell` and of :class:`RNN`; ``use_cudnn`` as :class:`LSTM`.
+    Args: those of `GRUCell` and of `RNN`; ``use_cudnn`` as `LSTM`.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> GRU(4, return_sequences=True)(jnp.ones((2, 5, 3))).shape
       (2, 5, 4)
@@ -609,7 +609,7 @@ class Bidirectional(Layer):
     backward sequence is flipped back to the input's order, and with
     ``return_sequences`` masked steps output zeros.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> Bidirectional(GRU(4, return_sequences=True))(jnp.ones((2, 5, 3))).shape
       (2, 5, 8)
@@ -765,7 +765,7 @@ class Bidirectional(Layer):
 
     @classmethod
     def from_config(cls, config: dict) -> Bidirectional:
-        """Rebuilds the layer from :meth:`get_config`."""
+        """Rebuilds the layer from `get_config`."""
         layers = {c.__name__: c for c in (RNN, SimpleRNN, LSTM, GRU)}
 
         def rebuild(entry):

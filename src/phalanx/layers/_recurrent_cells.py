@@ -229,13 +229,17 @@ class SimpleRNNCell(_Cell):
       kernel_initializer: default ``glorot_uniform``.
       recurrent_initializer: default ``orthogonal``.
       bias_initializer: default ``zeros``.
-      kernel_regularizer, recurrent_regularizer, bias_regularizer: weight penalties.
-      kernel_constraint, recurrent_constraint, bias_constraint: not supported (raise).
+      kernel_regularizer: a penalty on ``kernel``.
+      recurrent_regularizer: a penalty on ``recurrent_kernel``.
+      bias_regularizer: a penalty on ``bias``.
+      kernel_constraint: not supported (raises).
+      recurrent_constraint: not supported (raises).
+      bias_constraint: not supported (raises).
       dropout: the fraction of the inputs dropped in training (one mask per call).
       recurrent_dropout: the fraction of the previous state dropped in training.
       seed: an int folded into the dropout key.
 
-    Example:
+    Examples:
       >>> cell = SimpleRNNCell(4)
       >>> cell.build((3,))
       (4,)
@@ -306,9 +310,10 @@ class LSTMCell(_Cell):
       activation: default ``tanh``.
       recurrent_activation: the gates' activation, default ``sigmoid``.
       unit_forget_bias: start the forget gate's bias at 1 (Keras's default, True).
-      (the other arguments as :class:`SimpleRNNCell`)
 
-    Example:
+    The other arguments are ``SimpleRNNCell``'s.
+
+    Examples:
       >>> cell = LSTMCell(4)
       >>> cell.build((3,))
       (4,)
@@ -411,9 +416,10 @@ class GRUCell(_Cell):
       recurrent_activation: the gates' activation, default ``sigmoid``.
       reset_after: apply the reset gate after the recurrent matmul (Keras's and
         cuDNN's default); the bias is then ``(2, 3 * units)``.
-      (the other arguments as :class:`SimpleRNNCell`)
 
-    Example:
+    The other arguments are ``SimpleRNNCell``'s.
+
+    Examples:
       >>> cell = GRUCell(4)
       >>> cell.build((3,))
       (4,)

@@ -2,7 +2,7 @@
 
 They act in training only and draw from the key the call is given
 (``__call__(..., rngs=key)``: ``fit`` gives a fresh one per step and replica, see
-:mod:`phalanx.models._network`; a subclassed model's ``call`` gets it from the
+`phalanx.models._network`; a subclassed model's ``call`` gets it from the
 random context). Spatial dropout drops whole channels: one mask per example and
 channel, shared over the steps (1-D) or the pixels (2-D), as Keras.
 """
@@ -48,7 +48,7 @@ class Dropout(Layer):
         the same key differ).
       name: the layer's name.
 
-    Example:
+    Examples:
       >>> import jax, jax.numpy as jnp
       >>> Dropout(0.5)(jnp.ones((1, 4))).tolist()  # inference: identity
       [[1.0, 1.0, 1.0, 1.0]]
@@ -120,7 +120,7 @@ class SpatialDropout1D(Dropout):
       seed: an int folded into the call's key.
       name: the layer's name.
 
-    Example:
+    Examples:
       >>> import jax, jax.numpy as jnp
       >>> out = SpatialDropout1D(0.5)(jnp.ones((1, 4, 3)), training=True, rngs=jax.random.key(0))
       >>> bool((out == out[:, :1]).all())  # one mask per channel, shared by the steps
@@ -177,7 +177,7 @@ class GaussianDropout(Layer):
       seed: an int folded into the call's key.
       name: the layer's name.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> GaussianDropout(0.3)(jnp.ones((1, 2))).tolist()  # inference: identity
       [[1.0, 1.0]]
@@ -211,7 +211,7 @@ class GaussianNoise(Layer):
       seed: an int folded into the call's key.
       name: the layer's name.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> GaussianNoise(0.1)(jnp.zeros((1, 2))).tolist()  # inference: identity
       [[0.0, 0.0]]
@@ -249,7 +249,7 @@ class AlphaDropout(Layer):
         entries filled from the input.
       seed: an int folded into the call's key.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> AlphaDropout(0.2)(jnp.ones((1, 2))).tolist()  # inference: identity
       [[1.0, 1.0]]
@@ -306,7 +306,7 @@ class ActivityRegularization(Layer):
       l1: the L1 factor, >= 0; default 0.
       l2: the L2 factor, >= 0; default 0.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> layer = ActivityRegularization(l2=0.5)
       >>> _ = layer(jnp.array([[1.0, 2.0]]))

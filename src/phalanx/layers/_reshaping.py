@@ -86,7 +86,7 @@ class ZeroPadding2D(_ZeroPadding):
       name: the layer's name.
       input_shape: the per-example input shape ``(height, width, channels)``.
 
-    Example:
+    Examples:
       >>> ZeroPadding2D(((1, 2), (3, 4))).compute_output_shape((5, 5, 3))
       (8, 12, 3)
     """
@@ -110,7 +110,7 @@ class ZeroPadding1D(_ZeroPadding):
       name: the layer's name.
       input_shape: the per-example input shape ``(steps, channels)``.
 
-    Example:
+    Examples:
       >>> ZeroPadding1D((2, 1)).compute_output_shape((5, 3))
       (8, 3)
     """
@@ -125,7 +125,7 @@ class ZeroPadding1D(_ZeroPadding):
 class Flatten(Layer):
     """Flattens each example to one axis: ``(batch, 7, 7, 64)`` -> ``(batch, 3136)``.
 
-    Example:
+    Examples:
       >>> Flatten().compute_output_shape((28, 28))
       (784,)
     """
@@ -150,7 +150,7 @@ class Reshape(Layer):
       name: the layer's name.
       input_shape: the per-example input shape, on a network's first layer.
 
-    Example:
+    Examples:
       >>> Reshape((28, 28, 1)).compute_output_shape((784,))
       (28, 28, 1)
     """
@@ -234,7 +234,7 @@ class Cropping1D(_Cropping):
       name: the layer's name.
       input_shape: the per-example input shape ``(steps, channels)``.
 
-    Example:
+    Examples:
       >>> Cropping1D((2, 1)).compute_output_shape((5, 3))
       (2, 3)
     """
@@ -256,7 +256,7 @@ class Cropping2D(_Cropping):
       name: the layer's name.
       input_shape: the per-example input shape ``(height, width, channels)``.
 
-    Example:
+    Examples:
       >>> Cropping2D(((1, 2), (0, 1))).compute_output_shape((5, 5, 3))
       (2, 4, 3)
     """
@@ -284,7 +284,7 @@ class UpSampling1D(Layer):
       name: the layer's name.
       input_shape: the per-example input shape ``(steps, channels)``.
 
-    Example:
+    Examples:
       >>> UpSampling1D(3).compute_output_shape((4, 2))
       (12, 2)
     """
@@ -317,7 +317,7 @@ class UpSampling2D(Layer):
       name: the layer's name.
       input_shape: the per-example input shape ``(height, width, channels)``.
 
-    Example:
+    Examples:
       >>> UpSampling2D((2, 3)).compute_output_shape((4, 4, 1))
       (8, 12, 1)
     """

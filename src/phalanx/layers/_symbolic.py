@@ -1,11 +1,11 @@
 """Symbolic tensors: what ``phalanx.Input`` returns and layers return when called on one.
 
-A :class:`KerasTensor` has a shape (batch axis first, ``None``), a dtype and
-the :class:`Node` that made it: the layer call with its inputs. Calling a
+A `KerasTensor` has a shape (batch axis first, ``None``), a dtype and
+the `Node` that made it: the layer call with its inputs. Calling a
 layer on symbolic tensors computes nothing and creates no weights; it checks
 the shapes (``_check_input_shape``), computes the output shape
 (``compute_output_shape``) and records the call. ``Model(inputs, outputs)``
-(:mod:`phalanx.models._functional`) walks those records back from the outputs.
+(`phalanx.models._functional`) walks those records back from the outputs.
 """
 
 from __future__ import annotations
@@ -95,12 +95,12 @@ class KerasTensor:
 
 
 def is_symbolic(x: Any) -> bool:
-    """True for a :class:`KerasTensor`."""
+    """True for a `KerasTensor`."""
     return isinstance(x, KerasTensor)
 
 
 def any_symbolic(tree: Any) -> bool:
-    """True when a pytree holds a :class:`KerasTensor` anywhere."""
+    """True when a pytree holds a `KerasTensor` anywhere."""
     return any(is_symbolic(leaf) for leaf in jax.tree.leaves(tree, is_leaf=is_symbolic))
 
 

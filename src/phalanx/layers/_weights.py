@@ -166,7 +166,7 @@ def frozen_paths(module: nnx.Module) -> list[tuple]:
 
 
 def trainable_filter(module: nnx.Module) -> Any:
-    """``nnx.Param`` when nothing is frozen, else a :class:`TrainableFilter`."""
+    """``nnx.Param`` when nothing is frozen, else a `TrainableFilter`."""
     frozen = frozen_paths(module)
     return TrainableFilter(frozen) if frozen else nnx.Param
 

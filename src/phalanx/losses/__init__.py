@@ -1,7 +1,7 @@
 """Keras losses on optax, by name or class, returning one value per example.
 
-See :mod:`phalanx.losses._losses` for the per-example contract and
-:mod:`phalanx.losses._logits` for the logits protocol that keeps the
+See `phalanx.losses._losses` for the per-example contract and
+`phalanx.losses._logits` for the logits protocol that keeps the
 cross-entropies finite when the last layer applies softmax or sigmoid.
 """
 

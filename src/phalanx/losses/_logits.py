@@ -4,7 +4,7 @@ The logits protocol (how phalanx keeps cross-entropy stable when the last layer
 applies ``softmax`` or ``sigmoid``, as Keras does on TensorFlow):
 
 1. ``Sequential.__call__(x, training=..., return_logits=True)`` returns
-   ``(y_pred, logits)``. ``logits`` is a :class:`Logits` when the network's last
+   ``(y_pred, logits)``. ``logits`` is a `Logits` when the network's last
    layer ends in ``softmax`` or ``sigmoid`` (``Dense(10, activation="softmax")``
    or ``Activation("sigmoid")``), else None. ``y_pred`` is always the
    probabilities the user asked for.
@@ -39,7 +39,7 @@ class Logits:
       activation: ``"softmax"`` (over the last axis) or ``"sigmoid"``: the
         function that turned ``value`` into the network's output.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> Logits(jnp.zeros((2, 3)), "softmax").activation
       'softmax'

@@ -10,7 +10,7 @@ step scales them: ``sum(per_example * sample_weight) / global_batch_size``.
 
 With ``from_logits=False``, probabilities are clipped to ``[1e-7, 1 - 1e-7]``
 as Keras does, unless the network also handed over its logits
-(``loss(y_true, y_pred, logits=Logits(...))``, see :mod:`phalanx.losses._logits`):
+(``loss(y_true, y_pred, logits=Logits(...))``, see `phalanx.losses._logits`):
 then the cross-entropies are computed from the logits, finite and exact.
 """
 
@@ -38,7 +38,7 @@ class Reduction:
     one, where TensorFlow refuses it in custom loops, phalanx reduces the replica's
     batch alike: use ``NONE`` and ``phalanx.compute_average_loss`` there).
 
-    Example:
+    Examples:
       >>> Reduction.NONE, Reduction.all()[:2]
       ('none', ('auto', 'none'))
     """
@@ -105,7 +105,7 @@ def sparse_categorical_crossentropy(
     Returns:
       The loss per example, shape ``[...]``.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> loss = sparse_categorical_crossentropy(
       ...     jnp.array([1, 2]), jnp.array([[0.05, 0.95, 0], [0.1, 0.8, 0.1]]))
@@ -205,7 +205,7 @@ def _aligned(y_true: Any, y_pred: Any) -> tuple[jax.Array, jax.Array]:
 def mean_squared_error(y_true: Any, y_pred: Any) -> jax.Array:
     """Mean of squared errors over the last axis.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> mean_squared_error(jnp.array([[0., 1.], [0., 0.]]),
       ...                    jnp.array([[1., 1.], [1., 0.]])).tolist()
@@ -224,7 +224,7 @@ def mean_absolute_error(y_true: Any, y_pred: Any) -> jax.Array:
 def huber(y_true: Any, y_pred: Any, delta: float = 1.0) -> jax.Array:
     """Huber loss over the last axis: quadratic within ``delta``, linear beyond, as Keras.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> round(float(huber(jnp.array([[0., 1.], [0., 0.]]),
       ...                   jnp.array([[0.6, 0.4], [0.4, 0.6]])).mean()), 3)
@@ -248,7 +248,7 @@ class Loss:
         ``"none"`` (or None): one value per example, ``[batch]``, for
         ``phalanx.compute_average_loss`` in a custom loop
         (``Reduction.NONE``). ``fit`` and ``evaluate`` always use
-        :meth:`per_example` (and average over the global batch).
+        `per_example` (and average over the global batch).
     """
 
     #: Which accuracy ``"accuracy"`` means with this loss (Keras's rule), or None.
@@ -396,9 +396,9 @@ class SparseCategoricalCrossentropy(Loss):
     Args:
       from_logits: whether predictions are logits (no softmax applied).
       name: default ``"sparse_categorical_crossentropy"``.
-      reduction: see :class:`Loss`.
+      reduction: see `Loss`.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> loss = SparseCategoricalCrossentropy(reduction="sum_over_batch_size")
       >>> round(float(loss(jnp.array([1, 2]), jnp.array([[0.05, 0.95, 0], [0.1, 0.8, 0.1]]))), 3)
@@ -413,8 +413,8 @@ class SparseCategoricalCrossentropy(Loss):
         from_logits: bool = False,
         ignore_class: int | None = None,
         *,
-        name=None,
-        reduction="sum_over_batch_size",
+        name: str | None = None,
+        reduction: str = "sum_over_batch_size",
         dtype=None,
     ):
         super().__init__(
@@ -465,7 +465,7 @@ class CategoricalCrossentropy(Loss):
       from_logits: whether predictions are logits.
       label_smoothing: mix the labels with the uniform distribution by this much.
       name: default ``"categorical_crossentropy"``.
-      reduction: see :class:`Loss`.
+      reduction: see `Loss`.
     """
 
     accuracy_kind = "categorical"
@@ -473,12 +473,12 @@ class CategoricalCrossentropy(Loss):
 
     def __init__(
         self,
-        from_logits=False,
-        label_smoothing=0.0,
+        from_logits: bool = False,
+        label_smoothing: float = 0.0,
         axis=-1,
         *,
-        name=None,
-        reduction="sum_over_batch_size",
+        name: str | None = None,
+        reduction: str = "sum_over_batch_size",
         dtype=None,
     ):
         super().__init__(name=name or "categorical_crossentropy", reduction=reduction, dtype=dtype)
@@ -509,9 +509,9 @@ class BinaryCrossentropy(Loss):
       from_logits: whether predictions are logits.
       label_smoothing: squeeze labels towards 0.5 by this much.
       name: default ``"binary_crossentropy"``.
-      reduction: see :class:`Loss`.
+      reduction: see `Loss`.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> loss = BinaryCrossentropy(from_logits=True, reduction="mean")
       >>> round(float(loss(jnp.array([0., 1., 0., 0.]), jnp.array([-18.6, 0.51, 2.94, -12.8]))), 3)
@@ -523,12 +523,12 @@ class BinaryCrossentropy(Loss):
 
     def __init__(
         self,
-        from_logits=False,
-        label_smoothing=0.0,
+        from_logits: bool = False,
+        label_smoothing: float = 0.0,
         axis=-1,
         *,
-        name=None,
-        reduction="sum_over_batch_size",
+        name: str | None = None,
+        reduction: str = "sum_over_batch_size",
         dtype=None,
     ):
         super().__init__(name=name or "binary_crossentropy", reduction=reduction, dtype=dtype)
@@ -553,10 +553,12 @@ class MeanSquaredError(Loss):
 
     Args:
       name: default ``"mean_squared_error"``.
-      reduction: see :class:`Loss`.
+      reduction: see `Loss`.
     """
 
-    def __init__(self, *, name=None, reduction="sum_over_batch_size", dtype=None):
+    def __init__(
+        self, *, name: str | None = None, reduction: str = "sum_over_batch_size", dtype=None
+    ):
         super().__init__(name=name or "mean_squared_error", reduction=reduction, dtype=dtype)
 
     def call(self, y_true, y_pred, logits):
@@ -568,10 +570,12 @@ class MeanAbsoluteError(Loss):
 
     Args:
       name: default ``"mean_absolute_error"``.
-      reduction: see :class:`Loss`.
+      reduction: see `Loss`.
     """
 
-    def __init__(self, *, name=None, reduction="sum_over_batch_size", dtype=None):
+    def __init__(
+        self, *, name: str | None = None, reduction: str = "sum_over_batch_size", dtype=None
+    ):
         super().__init__(name=name or "mean_absolute_error", reduction=reduction, dtype=dtype)
 
     def call(self, y_true, y_pred, logits):
@@ -584,13 +588,18 @@ class Huber(Loss):
     Args:
       delta: where the loss turns from quadratic to linear; default 1.0.
       name: default ``"huber_loss"``.
-      reduction: see :class:`Loss`.
+      reduction: see `Loss`.
     """
 
     config_keys = ("delta",)  # Keras 3's config leaves delta out; phalanx keeps it
 
     def __init__(
-        self, delta: float = 1.0, *, name=None, reduction="sum_over_batch_size", dtype=None
+        self,
+        delta: float = 1.0,
+        *,
+        name: str | None = None,
+        reduction: str = "sum_over_batch_size",
+        dtype=None,
     ):
         super().__init__(name=name or "huber_loss", reduction=reduction, dtype=dtype)
         self.delta = float(delta)
@@ -600,7 +609,7 @@ class Huber(Loss):
 
 
 class LossFunctionWrapper(Loss):
-    """Wraps any ``fn(y_true, y_pred) -> per-example or scalar`` as a :class:`Loss`.
+    """Wraps any ``fn(y_true, y_pred) -> per-example or scalar`` as a `Loss`.
 
     A scalar result is taken as the batch's mean loss and given to every
     example (so the step's ``sum / global_batch_size`` reproduces it);
@@ -609,11 +618,18 @@ class LossFunctionWrapper(Loss):
     Args:
       fn: the function.
       name: default ``fn.__name__``.
-      reduction: see :class:`Loss`.
+      reduction: see `Loss`.
       **kwargs: passed to ``fn`` on every call.
     """
 
-    def __init__(self, fn: Callable, *, name=None, reduction="sum_over_batch_size", **kwargs):
+    def __init__(
+        self,
+        fn: Callable,
+        *,
+        name: str | None = None,
+        reduction: str = "sum_over_batch_size",
+        **kwargs: Any,
+    ):
         super().__init__(name=name or getattr(fn, "__name__", "loss"), reduction=reduction)
         self.fn = fn
         self.kwargs = kwargs
@@ -666,7 +682,7 @@ def _registry() -> tuple[dict[str, type[Loss]], dict[Any, type[Loss]]]:
 
 
 def get(identifier: Any) -> Loss | None:
-    """Returns a :class:`Loss` for a Keras name, a class, an instance or a callable.
+    """Returns a `Loss` for a Keras name, a class, an instance or a callable.
 
     Args:
       identifier: ``"sparse_categorical_crossentropy"``, ``"mse"``, ... (names
@@ -684,7 +700,7 @@ def get(identifier: Any) -> Loss | None:
       UnknownNameError: an unknown name (the message lists the known ones and the closest).
       CompileArgumentError: something that is not a loss.
 
-    Example:
+    Examples:
       >>> get("sparse_categorical_crossentropy")
       SparseCategoricalCrossentropy(name='sparse_categorical_crossentropy')
     """

@@ -2,7 +2,7 @@
 
 Each is a function with Keras's name and formula (the class/feature axis
 reduced, Keras's ``backend.epsilon()`` of 1e-7 where Keras uses it) and a
-:class:`Loss` class of the same arguments, defaults and ``get_config``.
+`Loss` class of the same arguments, defaults and ``get_config``.
 """
 
 from __future__ import annotations
@@ -235,7 +235,7 @@ class _Wrapper(Loss):
         return type(self).fn(y_true, y_pred, **self._fn_kwargs)
 
     def __call__(self, y_true, y_pred, sample_weight=None, *, logits=None):
-        """As :class:`Loss`; a loss of the whole batch (``Dice(axis=None)``) reduces as Keras:
+        """As `Loss`; a loss of the whole batch (``Dice(axis=None)``) reduces as Keras:
         ``"none"`` and the means give that one value, weights multiply it per example."""
         raw = jnp.asarray(self.call(jnp.asarray(y_true), jnp.asarray(y_pred), logits))
         if raw.ndim:

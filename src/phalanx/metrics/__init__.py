@@ -1,4 +1,4 @@
-"""Keras metrics as pure, additive accumulator states (see :mod:`phalanx.metrics._metric`).
+"""Keras metrics as pure, additive accumulator states (see `phalanx.metrics._metric`).
 
 ``metric.init()``, ``metric.update(state, y_true, y_pred, sample_weight)``,
 ``metric.result(state)`` and ``metric.name``; states add over replicas and

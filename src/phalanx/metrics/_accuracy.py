@@ -2,7 +2,7 @@
 
 The functions return one value per example (Keras 3's definitions: argmax
 ties go to the first class, top-k counts a target whose score is tied with
-the k-th as inside). ``"accuracy"`` is resolved by :func:`resolve_accuracy`:
+the k-th as inside). ``"accuracy"`` is resolved by `resolve_accuracy`:
 from the loss when it says (sparse categorical / categorical / binary
 cross-entropy, Keras 2's rule), else from the shapes at trace time (Keras 3's
 rule: a last output axis of 1 is binary; targets of lower rank, or a last
@@ -29,7 +29,7 @@ def accuracy(y_true: Any, y_pred: Any) -> jax.Array:
 def binary_accuracy(y_true: Any, y_pred: Any, threshold: float = 0.5) -> jax.Array:
     """1.0 where ``y_pred > threshold`` matches the 0/1 target.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> binary_accuracy(jnp.array([[1], [1], [0], [0]]),
       ...                 jnp.array([[0.98], [1], [0], [0.6]])).ravel().tolist()
@@ -55,7 +55,7 @@ def _sparse_labels(y_true: Any, y_pred: jax.Array) -> jax.Array:
 def sparse_categorical_accuracy(y_true: Any, y_pred: Any) -> jax.Array:
     """1.0 where the integer target equals the argmax of the prediction.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> sparse_categorical_accuracy(jnp.array([[2], [1]]),
       ...     jnp.array([[0.1, 0.6, 0.3], [0.05, 0.95, 0]])).tolist()

@@ -2,7 +2,7 @@
 
 Their states are weighted counts of true/false positives/negatives at each
 threshold (``y_pred > threshold`` is a positive; targets are cast to bool), so
-they add over replicas and steps exactly (see :mod:`phalanx.metrics._metric`).
+they add over replicas and steps exactly (see `phalanx.metrics._metric`).
 AUC with evenly spaced thresholds puts each prediction in a bucket
 (``ceil(p * (n - 1)) - 1``) and accumulates reversed cumulative sums, Keras's
 optimized path; its result uses Keras's Riemann sums (ROC: trapezoids; PR:
@@ -109,7 +109,14 @@ class _ThresholdMetric(Metric):
     keys: tuple[str, ...] = ()
     direction = "up"
 
-    def __init__(self, thresholds=None, top_k=None, class_id=None, name=None, dtype=None):
+    def __init__(
+        self,
+        thresholds: float | Sequence[float] | None = None,
+        top_k: int | None = None,
+        class_id: int | None = None,
+        name: str | None = None,
+        dtype: Any = None,
+    ):
         super().__init__(dtype=dtype, name=name)
         self.top_k = top_k
         self.class_id = class_id
@@ -140,7 +147,7 @@ class Precision(_ThresholdMetric):
       name: default ``"precision"``.
       dtype: a floating dtype, as Keras\'s (the state is float32).
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> m = Precision()
       >>> round(m.result(m.update(m.init(), jnp.array([0, 1, 1, 1]),
@@ -165,7 +172,7 @@ class Recall(_ThresholdMetric):
       name: default ``"recall"``.
       dtype: a floating dtype, as Keras\'s (the state is float32).
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> m = Recall()
       >>> round(m.result(m.update(m.init(), jnp.array([0, 1, 1, 1]),
@@ -203,7 +210,7 @@ class AUC(Metric):
       name: default ``"auc"``.
       dtype: a floating dtype, as Keras\'s (the state is float32).
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> m = AUC(num_thresholds=3)
       >>> m.result(m.update(m.init(), jnp.array([0, 0, 1, 1]),
@@ -360,7 +367,12 @@ class _ConditionCount(Metric):
 
     key = ""
 
-    def __init__(self, thresholds=None, name=None, dtype=None):
+    def __init__(
+        self,
+        thresholds: float | Sequence[float] | None = None,
+        name: str | None = None,
+        dtype: Any = None,
+    ):
         super().__init__(dtype=dtype, name=name)
         self._init_thresholds = thresholds
         self.thresholds = _parse_thresholds(thresholds, 0.5)
@@ -410,7 +422,14 @@ class _SensitivitySpecificityBase(Metric):
     direction = "up"
     value_name = ""  # the constraint's argument name (recall, precision, ...)
 
-    def __init__(self, value, num_thresholds=200, class_id=None, name=None, dtype=None):
+    def __init__(
+        self,
+        value,
+        num_thresholds=200,
+        class_id: int | None = None,
+        name: str | None = None,
+        dtype: Any = None,
+    ):
         super().__init__(dtype=dtype, name=name)
         if not 0 <= value <= 1:
             raise ValueError(
@@ -452,7 +471,15 @@ class _SensitivitySpecificityBase(Metric):
 
 
 def _at_class(cls_name, value_name, best, constrained, default_name, doc) -> type:
-    def __init__(self, value=None, num_thresholds=200, class_id=None, name=None, dtype=None, **kw):
+    def __init__(
+        self,
+        value=None,
+        num_thresholds=200,
+        class_id: int | None = None,
+        name: str | None = None,
+        dtype: Any = None,
+        **kw,
+    ):
         if value_name in kw:
             value = kw.pop(value_name)
         if kw or value is None:

@@ -119,7 +119,8 @@ class MeanIoU(IoU):
     Args:
       num_classes: the number of classes.
       name: default ``"mean_io_u"``.
-      dtype, ignore_class, sparse_y_true, sparse_y_pred, axis: as ``IoU``.
+
+    ``dtype``, ``ignore_class``, ``sparse_y_true``, ``sparse_y_pred`` and ``axis`` are ``IoU``'s.
     """
 
     default_name = "mean_io_u"
@@ -177,8 +178,10 @@ class OneHotIoU(IoU):
     """``IoU`` of one-hot targets (and, by default, score predictions): Keras's ``OneHotIoU``.
 
     Args:
-      num_classes, target_class_ids, name, dtype, ignore_class, axis: as ``IoU``.
       sparse_y_pred: predictions are class ids; default False (scores).
+
+    ``num_classes``, ``target_class_ids``, ``name``, ``dtype``, ``ignore_class`` and ``axis``
+    are ``IoU``'s.
     """
 
     default_name = "one_hot_io_u"
@@ -202,8 +205,9 @@ class OneHotMeanIoU(MeanIoU):
     """``MeanIoU`` of one-hot targets (Keras's ``OneHotMeanIoU``).
 
     Args:
-      num_classes, name, dtype, ignore_class, axis: as ``MeanIoU``.
       sparse_y_pred: predictions are class ids; default False (scores).
+
+    ``num_classes``, ``name``, ``dtype``, ``ignore_class`` and ``axis`` are ``MeanIoU``'s.
     """
 
     default_name = "one_hot_mean_io_u"

@@ -14,7 +14,7 @@ increment of the whole batch. So a step computes each replica's increment
 ``update(init(), y, y_pred, w)``, sums it over replicas (``lax.psum``) and
 adds it to the carried state: the result equals one device's over the same
 examples, including non-decomposable metrics (AUC, precision), whose states
-are confusion-matrix counts. :func:`merge_states` adds two states.
+are confusion-matrix counts. `merge_states` adds two states.
 
 A ``sample_weight`` of 0 removes an example entirely (from totals, counts and
 AUC buckets), even when its prediction is not finite: that is how padded
@@ -39,7 +39,7 @@ State = dict[str, jax.Array]
 def merge_states(a: Any, b: Any) -> Any:
     """Adds two metric states (or tuples of states) leaf by leaf.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> merge_states({"total": jnp.float32(1)}, {"total": jnp.float32(2)})["total"].item()
       3.0
@@ -266,7 +266,7 @@ class Mean(Metric):
       name: default ``"mean"``.
       dtype: a floating dtype, as Keras's (the state is float32).
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> m = Mean()
       >>> state = m.update(m.init(), jnp.array([1.0, 3.0, 5.0, 7.0]))
@@ -309,7 +309,7 @@ class MeanMetricWrapper(Mean):
       dtype: a floating dtype, as Keras's (the state is float32).
       **kwargs: passed to ``fn``.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> m = MeanMetricWrapper(lambda t, p: jnp.abs(t - p), name="abs")
       >>> m.result(m.update(m.init(), jnp.array([1.0, 2.0]), jnp.array([1.0, 4.0]))).item()

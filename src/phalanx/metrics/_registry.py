@@ -76,7 +76,7 @@ _CLASSES: dict[str, type[Metric]] = {
 
 
 def get(identifier: Any, *, loss: Any = None) -> Metric:
-    """Returns a metric object (see :mod:`phalanx.metrics._metric` for its protocol).
+    """Returns a metric object (see `phalanx.metrics._metric` for its protocol).
 
     Args:
       identifier: ``"accuracy"``/``"acc"`` (resolved from ``loss``, else from
@@ -95,7 +95,7 @@ def get(identifier: Any, *, loss: Any = None) -> Metric:
       UnknownNameError: an unknown name (the message lists the known ones and the closest).
       CompileArgumentError: something that is not a metric.
 
-    Example:
+    Examples:
       >>> get("accuracy", loss="sparse_categorical_crossentropy").name
       'accuracy'
       >>> get("AUC").name

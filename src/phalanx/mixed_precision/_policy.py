@@ -54,7 +54,7 @@ class Policy:
         and ``"float16"`` policies, whose variables are low precision too, are not
         offered).
 
-    Example:
+    Examples:
       >>> p = Policy("mixed_bfloat16")
       >>> p.compute_dtype, p.variable_dtype
       ('bfloat16', 'float32')
@@ -109,7 +109,7 @@ def set_global_policy(policy: Policy | str | None) -> None:
     Raises:
       ValueError: an unknown policy name.
 
-    Example:
+    Examples:
       >>> set_global_policy("mixed_bfloat16")
       >>> global_policy().compute_dtype
       'bfloat16'
@@ -141,7 +141,7 @@ def policy_name_of(dtype: Any) -> str:
     """The policy name a layer's ``dtype=`` stands for: a policy's own name; a float dtype
     the policy computing in it (weights stay float32); None the global policy now.
 
-    Example:
+    Examples:
       >>> policy_name_of("bfloat16"), policy_name_of(Policy("mixed_float16"))
       ('mixed_bfloat16', 'mixed_float16')
     """
@@ -158,7 +158,7 @@ def layer_dtype(dtype: Any) -> Any:
     """A layer's ``dtype=`` as the ``jnp`` dtype it computes in: a policy (or its name)
     gives its compute dtype (weights stay float32), a dtype name itself.
 
-    Example:
+    Examples:
       >>> str(layer_dtype("mixed_bfloat16")), str(layer_dtype("float32"))
       ('bfloat16', 'float32')
     """
@@ -202,7 +202,7 @@ class LossScaleOptimizer:
     gradients, skips a non-finite step and adapts the scale
     (``opt.dynamic_scale(opt_state)``).
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> opt = LossScaleOptimizer("sgd", initial_scale=8.0)
       >>> tx = opt.to_optax()

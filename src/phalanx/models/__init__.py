@@ -3,7 +3,7 @@
 ``load_model("m.keras")`` rebuilds a ``Sequential`` or functional model from
 the file's configuration with phalanx's own layers, running no code from the
 file (Keras's ``safe_mode``; a ``Lambda`` layer is refused), and loads its
-weights. See :mod:`phalanx.saving._keras_model`.
+weights. See `phalanx.saving._keras_model`.
 """
 
 from ._load import load_model as load_model

@@ -1,7 +1,7 @@
 """Functional models: ``Model(inputs, outputs)`` over a graph of layer calls, one ``nnx.Module``.
 
 ``Functional(inputs, outputs)`` walks the calls recorded on symbolic tensors
-(:mod:`phalanx.layers._symbolic`) back from ``outputs``, orders them
+(`phalanx.layers._symbolic`) back from ``outputs``, orders them
 topologically, names the layers as Keras does (``dense``, ``dense_1``, ...),
 and builds every weight at once from one seed. The layers live in an
 ``nnx.List`` (so ``nnx.split``/``merge`` see their weights, and a layer used
@@ -11,7 +11,7 @@ reads which tensors) is static Python data, the same for every merged copy.
 ``inputs`` and ``outputs`` may be one tensor, a list or a dict, as in Keras;
 the model then takes and returns the same structure. A list of inputs also
 accepts a dict keyed by the ``Input`` names. The calling protocol is
-:mod:`phalanx.models._network`'s (``training``, ``rngs``, ``return_logits``).
+`phalanx.models._network`'s (``training``, ``rngs``, ``return_logits``).
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ class Functional(nnx.Module):
       ModelStructureError: ``inputs``/``outputs`` are not symbolic tensors, an
         input is not an ``Input``, or an output needs an input not given.
 
-    Example:
+    Examples:
       >>> import phalanx
       >>> from phalanx import layers
       >>> x = phalanx.Input(shape=(4,), name="features")
@@ -448,7 +448,7 @@ def _describe_value(x: Any) -> str:
 
 
 def as_module(module: Any, inputs: Any, outputs: Any, name: str | None) -> Any:
-    """What ``Model(...)`` wraps: a :class:`Functional` for symbolic inputs, else ``module``.
+    """What ``Model(...)`` wraps: a `Functional` for symbolic inputs, else ``module``.
 
     Raises:
       ModelStructureError: inputs without outputs (or the reverse), or inputs given twice.

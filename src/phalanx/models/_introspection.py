@@ -55,7 +55,7 @@ def _path_order(module: nnx.Module, path: tuple) -> int:
 
 
 class ModelIntrospection:
-    """Keras's ``layers``/``get_layer``/``weights``/``trainable`` on :class:`phalanx.Model`."""
+    """Keras's ``layers``/``get_layer``/``weights``/``trainable`` on `phalanx.Model`."""
 
     def _introspection_module(self) -> nnx.Module | None:
         module = self._module

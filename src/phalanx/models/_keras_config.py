@@ -2,7 +2,7 @@
 
 ``model_config`` describes a ``Sequential`` or functional model as Keras 3 writes it
 (class names, layer configs, the functional graph's ``inbound_nodes``); ``keras_graph``
-records a functional model's graph when it is defined. :mod:`phalanx.saving` writes it.
+records a functional model's graph when it is defined. `phalanx.saving` writes it.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The zip's ``config.json`` describes a ``Sequential`` or functional model: each layer is
 made from its class name and config (only phalanx's layers; Keras arguments phalanx does
 not take are refused by name), the functional graph is replayed from the layers'
-``inbound_nodes``, then ``model.weights.h5`` is loaded (:mod:`phalanx.saving`). No code
+``inbound_nodes``, then ``model.weights.h5`` is loaded (`phalanx.saving`). No code
 from a file is run, as Keras's ``safe_mode``: a ``Lambda`` layer or a custom class is
 refused with a clear error.
 """
@@ -238,7 +238,7 @@ def load_model(
 
     Args:
       path: the ``.keras`` file (a zip of ``config.json`` and ``model.weights.h5``), a
-        local path or a URL (``gs://``, ``memory://``: :mod:`phalanx.io`).
+        local path or a URL (``gs://``, ``memory://``: `phalanx.io`).
       custom_objects: Keras's argument; phalanx runs no code from a file, so it
         must be None or empty.
       compile: compile the model with the file's ``compile_config`` (its optimizer,

@@ -1,7 +1,7 @@
 """``Model``: a flax.nnx module with Keras's model API; training comes from ``Trainer``.
 
 Keras 3's split: the model (building, calling, weights, files, summary) is here; its
-``compile``/``fit``/``evaluate``/``predict`` are :class:`phalanx.train._trainer.Trainer`'s,
+``compile``/``fit``/``evaluate``/``predict`` are `phalanx.train._trainer.Trainer`'s,
 which ``Model`` inherits and feeds through a few hooks (``_build_from_example``).
 
 Strategy (a decision of this project): a model belongs to the strategy current
@@ -52,9 +52,9 @@ class Model(Trainer, ModelIntrospection):
 
     Three ways to make one, as Keras: ``Model(inputs, outputs)`` over
     symbolic tensors from ``phalanx.Input`` (functional,
-    :mod:`phalanx.models._functional`); a subclass with layers made in
+    `phalanx.models._functional`); a subclass with layers made in
     ``__init__`` and a ``call(inputs, training=False)`` (subclassed,
-    :mod:`phalanx.models._subclassed`); ``Sequential``. It also wraps any
+    `phalanx.models._subclassed`); ``Sequential``. It also wraps any
     ``flax.nnx.Module``.
 
     Args:
@@ -67,7 +67,7 @@ class Model(Trainer, ModelIntrospection):
       name: the model's name, for ``summary()``.
       inputs: the functional model's inputs, by keyword (``Model(inputs=..., outputs=...)``).
 
-    Example:
+    Examples:
       >>> import flax.nnx as nnx, numpy as np
       >>> import phalanx
       >>> model = phalanx.Model(nnx.Linear(3, 1, rngs=nnx.Rngs(0)))
@@ -325,7 +325,7 @@ class Model(Trainer, ModelIntrospection):
         After Keras's table and its "Total / Trainable / Non-trainable params" lines,
         the bytes per device of the weights and optimizer state (from the placed
         arrays, or computed from shapes before ``fit``) and, once a training step is
-        compiled, XLA's memory analysis of it (:mod:`phalanx.train._memory`).
+        compiled, XLA's memory analysis of it (`phalanx.train._memory`).
 
         Args:
           print_fn: called once with the whole text.

@@ -2,7 +2,7 @@
 
 Keras lets a functional (or Sequential) model be called on symbolic tensors,
 as transfer learning does (``base.trainable = False``, then a new head). The
-model's module becomes the child of a :class:`NestedModel` layer, one per
+model's module becomes the child of a `NestedModel` layer, one per
 model, so calling the model twice shares its weights, ``base.trainable =
 False`` freezes them in the outer model's ``fit`` and ``base.get_weights()``
 reads them. Only models whose outputs are one tensor or a list are nested

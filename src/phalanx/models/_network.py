@@ -9,14 +9,14 @@ creates every weight eagerly from the per-example input shape (no batch axis);
 it is idempotent, and ``Input(shape=...)`` or the first layer's
 ``input_shape=`` lets ``build()`` run without arguments. Calling an unbuilt
 network eagerly builds it from the batch (seed 0); calling it on traced values
-raises :class:`~phalanx.errors.NotBuiltError`.
+raises `phalanx.errors.NotBuiltError`.
 
 **Calling.** ``net(x, *, training=False, rngs=None, return_logits=False)``.
 ``training`` switches dropout on and batch normalization to batch statistics
 (and updates the moving statistics in place, see below). With
 ``return_logits=True`` it returns ``(y_pred, logits)`` where ``logits`` is a
-:class:`~phalanx.train.Logits` when the last layer ends in softmax/sigmoid,
-else None (the logits protocol, in :mod:`phalanx.losses._logits`).
+`phalanx.train.Logits` when the last layer ends in softmax/sigmoid,
+else None (the logits protocol, in `phalanx.losses._logits`).
 
 **Random keys (dropout).** The network holds no random state. A training
 call needs ``rngs``: a ``jax.random`` key (each random layer uses
@@ -87,7 +87,7 @@ class Sequential(nnx.Module):
         input shape.
       name: the network's name; default ``"sequential"``.
 
-    Example:
+    Examples:
       >>> from phalanx import layers
       >>> net = Sequential([layers.Input(shape=(784,)), layers.Dense(128, activation="relu"),
       ...                   layers.Dense(10, activation="softmax")])
@@ -240,7 +240,7 @@ class Sequential(nnx.Module):
         return name if name in _activations.LOGIT_ACTIVATIONS else None
 
     def check_input_spec(self, shape: Any, dtype: Any = jnp.float32) -> None:
-        """Raises :class:`LayerShapeError` when a batch of ``shape``/``dtype`` does not fit.
+        """Raises `LayerShapeError` when a batch of ``shape``/``dtype`` does not fit.
 
         ``shape`` includes the batch axis. Call it before compiling a step.
         """
@@ -327,7 +327,7 @@ class Sequential(nnx.Module):
     @property
     def losses(self) -> list[jax.Array]:
         """Keras's ``losses``: the layers' activity penalties of the last call, then their
-        weight penalties (float32 scalars; see :mod:`phalanx.regularizers._regularizers`)."""
+        weight penalties (float32 scalars; see `phalanx.regularizers._regularizers`)."""
         return _regularizers.losses(self)
 
     def count_params(self) -> int:
@@ -352,7 +352,7 @@ class Sequential(nnx.Module):
         (print_fn or print)(format_summary(self, line_length=line_length))
 
     def check_target_shape(self, y_true_shape: Any, loss: Any = None) -> None:
-        """Raises :class:`LayerShapeError` when targets of ``y_true_shape`` cannot meet the output.
+        """Raises `LayerShapeError` when targets of ``y_true_shape`` cannot meet the output.
 
         Args:
           y_true_shape: the per-example target shape (no batch axis).

@@ -19,7 +19,7 @@ class Sequential(Model):
         otherwise the model is built from the first batch it sees.
       name: the model's name.
 
-    Example:
+    Examples:
       >>> import numpy as np
       >>> from phalanx import Sequential, layers
       >>> model = Sequential([layers.Dense(4, activation="relu"), layers.Dense(1)])

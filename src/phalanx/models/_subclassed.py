@@ -25,7 +25,7 @@ Building is Keras's "build on first call": the model is called once, eagerly,
 on a batch (``fit``'s first batch, or zeros of ``build(input_shape)``), and
 each layer builds from what it receives, initialized from one seeded stream.
 Dropout in ``call`` needs no key: the step puts its key in the random
-context (:func:`phalanx.layers._layer.random_context`).
+context (`phalanx.layers._layer.random_context`).
 
 Not supported: weights created with ``add_weight`` in the model itself
 (put them in a layer), attributes set after the model is built, and

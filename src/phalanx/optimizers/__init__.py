@@ -4,7 +4,7 @@
 optimizer whose ``to_optax()`` keeps the learning rate in its state, so
 ``get_learning_rate``/``set_learning_rate`` read and change it at run time
 without recompiling. Any optax ``GradientTransformation`` is accepted as is.
-Schedules with Keras's names are in :mod:`phalanx.optimizers.schedules`.
+Schedules with Keras's names are in `phalanx.optimizers.schedules`.
 """
 
 from . import schedules as schedules

@@ -53,7 +53,7 @@ def get_learning_rate(opt_state: Any) -> float | jax.Array | None:
       A Python float; the array itself when called on traced values (inside
       ``jit``); None when the state has no injected ``learning_rate``.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> from phalanx import optimizers
       >>> state = optimizers.Adam(learning_rate=0.01).to_optax().init({"w": jnp.zeros(2)})
@@ -110,7 +110,7 @@ def set_learning_rate(opt_state: Any, value: float) -> Any:
         comes from a schedule.
       LearningRateValueError: ``value`` is NaN or infinite (every weight would be).
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> from phalanx import optimizers
       >>> state = optimizers.SGD().to_optax().init({"w": jnp.zeros(2)})

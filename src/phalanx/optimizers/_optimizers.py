@@ -1,11 +1,11 @@
 """Keras 3's optimizers by name, with Keras's defaults and update math, on optax.
 
-Each class is a configuration (see :class:`~phalanx.optimizers._optimizer.Optimizer`
+Each class is a configuration (see `phalanx.optimizers._optimizer.Optimizer`
 for the options every one takes); ``to_optax()`` gives the transformation.
 
 Update math: SGD, RMSprop, Adagrad, Adadelta and Lion use optax's
 transformations, which equal Keras's; Adam, AdamW, Nadam, Adamax, Lamb, Ftrl and
-Adafactor use :mod:`~phalanx.optimizers._transforms`, Keras's formulas where
+Adafactor use `phalanx.optimizers._transforms`, Keras's formulas where
 optax's differ (epsilon placement, Nadam's momentum schedule, Lamb's trust
 ratio) or are missing (FTRL, Keras's Adafactor).
 """
@@ -13,6 +13,7 @@ ratio) or are missing (FTRL, Keras's Adafactor).
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
 from typing import Any
 
 import optax
@@ -48,14 +49,20 @@ class SGD(Optimizer):
       nesterov: default False.
       **kwargs: the options of ``Optimizer`` (``weight_decay``, ``clipnorm``, ``use_ema``, ...).
 
-    Example:
+    Examples:
       >>> SGD().learning_rate
       0.01
     """
 
     _hyperparameters = ("momentum", "nesterov")
 
-    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, **kwargs):
+    def __init__(
+        self,
+        learning_rate: float | Callable[[Any], Any] = 0.01,
+        momentum: float = 0.0,
+        nesterov: bool = False,
+        **kwargs: Any,
+    ):
         super().__init__(learning_rate, **kwargs)
         number = isinstance(momentum, numbers.Real) and not isinstance(momentum, bool)
         if not number or not 0.0 <= momentum <= 1.0:
@@ -87,7 +94,13 @@ class Adam(Optimizer):
     _hyperparameters = ("beta_1", "beta_2", "epsilon", "amsgrad")
 
     def __init__(
-        self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False, **kwargs
+        self,
+        learning_rate: float | Callable[[Any], Any] = 0.001,
+        beta_1: float = 0.9,
+        beta_2: float = 0.999,
+        epsilon: float = 1e-7,
+        amsgrad: bool = False,
+        **kwargs: Any,
     ):
         super().__init__(learning_rate, **kwargs)
         self.beta_1 = float(beta_1)
@@ -114,13 +127,13 @@ class AdamW(Adam):
 
     def __init__(
         self,
-        learning_rate=0.001,
-        weight_decay=0.004,
-        beta_1=0.9,
-        beta_2=0.999,
-        epsilon=1e-7,
-        amsgrad=False,
-        **kwargs,
+        learning_rate: float | Callable[[Any], Any] = 0.001,
+        weight_decay: float = 0.004,
+        beta_1: float = 0.9,
+        beta_2: float = 0.999,
+        epsilon: float = 1e-7,
+        amsgrad: bool = False,
+        **kwargs: Any,
     ):
         if weight_decay is None:
             raise OptimizerArgumentError(
@@ -147,7 +160,13 @@ class RMSprop(Optimizer):
     _hyperparameters = ("rho", "momentum", "epsilon", "centered")
 
     def __init__(
-        self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7, centered=False, **kwargs
+        self,
+        learning_rate: float | Callable[[Any], Any] = 0.001,
+        rho: float = 0.9,
+        momentum: float = 0.0,
+        epsilon: float = 1e-7,
+        centered: bool = False,
+        **kwargs: Any,
     ):
         super().__init__(learning_rate, **kwargs)
         self.rho = float(rho)
@@ -177,7 +196,13 @@ class Adagrad(Optimizer):
 
     _hyperparameters = ("initial_accumulator_value", "epsilon")
 
-    def __init__(self, learning_rate=0.001, initial_accumulator_value=0.1, epsilon=1e-7, **kwargs):
+    def __init__(
+        self,
+        learning_rate: float | Callable[[Any], Any] = 0.001,
+        initial_accumulator_value: float = 0.1,
+        epsilon: float = 1e-7,
+        **kwargs: Any,
+    ):
         super().__init__(learning_rate, **kwargs)
         self.initial_accumulator_value = float(initial_accumulator_value)
         self.epsilon = float(epsilon)
@@ -201,7 +226,14 @@ class Nadam(Optimizer):
 
     _hyperparameters = ("beta_1", "beta_2", "epsilon")
 
-    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, **kwargs):
+    def __init__(
+        self,
+        learning_rate: float | Callable[[Any], Any] = 0.001,
+        beta_1: float = 0.9,
+        beta_2: float = 0.999,
+        epsilon: float = 1e-7,
+        **kwargs: Any,
+    ):
         super().__init__(learning_rate, **kwargs)
         self.beta_1 = float(beta_1)
         self.beta_2 = float(beta_2)
@@ -224,7 +256,14 @@ class Adamax(Optimizer):
 
     _hyperparameters = ("beta_1", "beta_2", "epsilon")
 
-    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, **kwargs):
+    def __init__(
+        self,
+        learning_rate: float | Callable[[Any], Any] = 0.001,
+        beta_1: float = 0.9,
+        beta_2: float = 0.999,
+        epsilon: float = 1e-7,
+        **kwargs: Any,
+    ):
         super().__init__(learning_rate, **kwargs)
         self.beta_1 = float(beta_1)
         self.beta_2 = float(beta_2)
@@ -246,7 +285,13 @@ class Adadelta(Optimizer):
 
     _hyperparameters = ("rho", "epsilon")
 
-    def __init__(self, learning_rate=0.001, rho=0.95, epsilon=1e-7, **kwargs):
+    def __init__(
+        self,
+        learning_rate: float | Callable[[Any], Any] = 0.001,
+        rho: float = 0.95,
+        epsilon: float = 1e-7,
+        **kwargs: Any,
+    ):
         super().__init__(learning_rate, **kwargs)
         self.rho = float(rho)
         self.epsilon = float(epsilon)
@@ -283,14 +328,14 @@ class Ftrl(Optimizer):
 
     def __init__(
         self,
-        learning_rate=0.001,
-        learning_rate_power=-0.5,
-        initial_accumulator_value=0.1,
-        l1_regularization_strength=0.0,
-        l2_regularization_strength=0.0,
-        l2_shrinkage_regularization_strength=0.0,
-        beta=0.0,
-        **kwargs,
+        learning_rate: float | Callable[[Any], Any] = 0.001,
+        learning_rate_power: float = -0.5,
+        initial_accumulator_value: float = 0.1,
+        l1_regularization_strength: float = 0.0,
+        l2_regularization_strength: float = 0.0,
+        l2_shrinkage_regularization_strength: float = 0.0,
+        beta: float = 0.0,
+        **kwargs: Any,
     ):
         super().__init__(learning_rate, **kwargs)
         for name, value, sign in (
@@ -312,7 +357,7 @@ class Ftrl(Optimizer):
         self.l2_shrinkage_regularization_strength = float(l2_shrinkage_regularization_strength)
         self.beta = float(beta)
 
-    def update_rule(self, learning_rate):
+    def update_rule(self, learning_rate: Any):
         return _transforms.keras_ftrl(
             learning_rate,
             self.learning_rate_power,
@@ -339,7 +384,13 @@ class Lion(Optimizer):
 
     _hyperparameters = ("beta_1", "beta_2")
 
-    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.99, **kwargs):
+    def __init__(
+        self,
+        learning_rate: float | Callable[[Any], Any] = 0.001,
+        beta_1: float = 0.9,
+        beta_2: float = 0.99,
+        **kwargs: Any,
+    ):
         super().__init__(learning_rate, **kwargs)
         if beta_1 <= 0 or beta_1 > 1:
             raise OptimizerArgumentError(
@@ -366,7 +417,14 @@ class Lamb(Optimizer):
 
     _hyperparameters = ("beta_1", "beta_2", "epsilon")
 
-    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, **kwargs):
+    def __init__(
+        self,
+        learning_rate: float | Callable[[Any], Any] = 0.001,
+        beta_1: float = 0.9,
+        beta_2: float = 0.999,
+        epsilon: float = 1e-7,
+        **kwargs: Any,
+    ):
         super().__init__(learning_rate, **kwargs)
         self.beta_1 = float(beta_1)
         self.beta_2 = float(beta_2)
@@ -395,13 +453,13 @@ class Adafactor(Optimizer):
 
     def __init__(
         self,
-        learning_rate=0.001,
-        beta_2_decay=-0.8,
-        epsilon_1=1e-30,
-        epsilon_2=1e-3,
-        clip_threshold=1.0,
-        relative_step=True,
-        **kwargs,
+        learning_rate: float | Callable[[Any], Any] = 0.001,
+        beta_2_decay: float = -0.8,
+        epsilon_1: float = 1e-30,
+        epsilon_2: float = 1e-3,
+        clip_threshold: float = 1.0,
+        relative_step: bool = True,
+        **kwargs: Any,
     ):
         super().__init__(learning_rate, **kwargs)
         self.beta_2_decay = float(beta_2_decay)
@@ -410,7 +468,7 @@ class Adafactor(Optimizer):
         self.clip_threshold = float(clip_threshold)
         self.relative_step = relative_step
 
-    def update_rule(self, learning_rate):
+    def update_rule(self, learning_rate: Any):
         return _transforms.keras_adafactor(
             learning_rate, self.beta_2_decay, self.epsilon_1, self.epsilon_2, self.clip_threshold
         )
@@ -454,7 +512,7 @@ def get(identifier: Any) -> Optimizer | optax.GradientTransformation | None:
       UnknownNameError: an unknown name (the message lists the known ones and the closest).
       CompileArgumentError: something that is not an optimizer.
 
-    Example:
+    Examples:
       >>> get("adam")
       Adam(learning_rate=0.001)
     """

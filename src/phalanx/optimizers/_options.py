@@ -11,11 +11,11 @@ the optimizer's moments do not move in between); the optimizer's
 ``iterations`` (bias corrections, EMA) then count updates, while a
 learning-rate schedule still sees every step.
 
-* :func:`decay_weights`: Keras's weight decay, before the update, with
+* `decay_weights`: Keras's weight decay, before the update, with
   ``exclude_from_weight_decay``'s names left out.
-* :func:`accumulate_gradients`: ``gradient_accumulation_steps``.
-* :func:`moving_average`: ``use_ema``, ``ema_momentum``, ``ema_overwrite_frequency``;
-  :func:`moving_average_of` reads the average from a state (``fit`` writes it
+* `accumulate_gradients`: ``gradient_accumulation_steps``.
+* `moving_average`: ``use_ema``, ``ema_momentum``, ``ema_overwrite_frequency``;
+  `moving_average_of` reads the average from a state (``fit`` writes it
   to the weights at the end, as Keras's ``finalize_variable_values``).
 """
 
@@ -81,7 +81,7 @@ def decay_weights(
 
 
 class AccumulateState(NamedTuple):
-    """State of :func:`accumulate_gradients`."""
+    """State of `accumulate_gradients`."""
 
     count: jax.Array  # int32: steps so far (updates and accumulating steps)
     grads: optax.Updates  # the gradients summed since the last update
@@ -118,7 +118,7 @@ def accumulate_gradients(
 
 
 class MovingAverageState(NamedTuple):
-    """State of :func:`moving_average`: the weights' exponential moving average."""
+    """State of `moving_average`: the weights' exponential moving average."""
 
     count: jax.Array  # int32: steps so far
     average: optax.Params

@@ -55,7 +55,7 @@ class ExponentialDecay(LearningRateSchedule):
       staircase: decay at whole multiples of ``decay_steps`` only.
       name: the schedule's name (Keras's default ``"ExponentialDecay"``).
 
-    Example:
+    Examples:
       >>> round(float(ExponentialDecay(0.1, 10, 0.5)(20)), 6)
       0.025
     """
@@ -91,7 +91,7 @@ class PiecewiseConstantDecay(LearningRateSchedule):
       values: one more value than boundaries.
       name: the schedule's name (Keras's default ``"PiecewiseConstant"``).
 
-    Example:
+    Examples:
       >>> s = PiecewiseConstantDecay([100, 200], [1.0, 0.5, 0.1])
       >>> [float(s(t)) for t in (0, 100, 101, 201)]
       [1.0, 1.0, 0.5, 0.10000000149011612]
@@ -129,7 +129,7 @@ class CosineDecay(LearningRateSchedule):
       warmup_target: the rate reached after the warm-up, or None for no warm-up.
       warmup_steps: the steps of the linear warm-up.
 
-    Example:
+    Examples:
       >>> s = CosineDecay(1.0, 100)
       >>> [round(float(s(t)), 4) for t in (0, 50, 100, 150)]
       [1.0, 0.5, 0.0, 0.0]
@@ -184,10 +184,10 @@ class InverseTimeDecay(LearningRateSchedule):
 
     def __init__(
         self,
-        initial_learning_rate,
-        decay_steps,
-        decay_rate,
-        staircase=False,
+        initial_learning_rate: float,
+        decay_steps: int,
+        decay_rate: float,
+        staircase: bool = False,
         name: str = "InverseTimeDecay",
     ):
         if decay_steps <= 0:
@@ -224,7 +224,7 @@ class PolynomialDecay(LearningRateSchedule):
       cycle: restart past ``decay_steps`` instead of staying at the end.
       name: the schedule's name (Keras's default ``"PolynomialDecay"``).
 
-    Example:
+    Examples:
       >>> s = PolynomialDecay(0.1, 10, end_learning_rate=0.0)
       >>> [round(float(s(t)), 4) for t in (0, 5, 10, 20)]
       [0.1, 0.05, 0.0, 0.0]
@@ -274,7 +274,7 @@ class CosineDecayRestarts(LearningRateSchedule):
       alpha: the least rate as a fraction of the initial one.
       name: the schedule's name (Keras's default ``"SGDRDecay"``).
 
-    Example:
+    Examples:
       >>> s = CosineDecayRestarts(1.0, 10, t_mul=1.0)
       >>> [round(float(s(t)), 4) for t in (0, 5, 10, 15)]
       [1.0, 0.5, 1.0, 0.5]
@@ -324,7 +324,7 @@ def check_finite(schedule: Callable[[Any], Any], first: int, steps: int) -> None
     Raises:
       LearningRateValueError: the first step whose rate is NaN or infinite.
 
-    Example:
+    Examples:
       >>> check_finite(ExponentialDecay(0.1, 10, 0.5), 0, 1000)
       >>> check_finite(lambda step: 1.0 / (step - 3), 0, 10)
       Traceback (most recent call last):

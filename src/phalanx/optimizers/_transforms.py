@@ -1,19 +1,19 @@
 """optax transformations with Keras 3's update math where optax's differs or is missing.
 
-* :func:`scale_by_keras_adam`: Keras's Adam puts epsilon outside the bias
+* `scale_by_keras_adam`: Keras's Adam puts epsilon outside the bias
   correction: ``sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps)``, where
   optax's ``scale_by_adam`` computes ``m_hat / (sqrt(v_hat) + eps)``. The two
   differ by ``eps * (1 - sqrt(1 - b2^t))`` in the denominator, which matters in
   the first steps with Keras's ``epsilon=1e-7``.
-* :func:`clip_by_norm`: Keras's ``clipnorm`` clips each gradient tensor to a
+* `clip_by_norm`: Keras's ``clipnorm`` clips each gradient tensor to a
   norm separately (optax has only the global version).
-* :func:`scale_by_keras_nadam`: Keras's Nadam keeps the product of the momentum
+* `scale_by_keras_nadam`: Keras's Nadam keeps the product of the momentum
   schedule ``beta_1 * (1 - 0.5 * 0.96^t)`` (optax's ``nadam`` has none).
-* :func:`scale_by_keras_adamax`: epsilon added to the infinity norm once, in
+* `scale_by_keras_adamax`: epsilon added to the infinity norm once, in
   the denominator (optax adds it to ``|g|`` inside the running maximum).
-* :func:`scale_by_keras_lamb`: Keras's Lamb: Adam's bias-corrected direction
+* `scale_by_keras_lamb`: Keras's Lamb: Adam's bias-corrected direction
   scaled by ``||w|| / ||update||`` per tensor, epsilon after the square root.
-* :func:`keras_ftrl` and :func:`keras_adafactor`: these read the learning
+* `keras_ftrl` and `keras_adafactor`: these read the learning
   rate inside their math, so they return the final update (lr included);
   optax has no FTRL, and its Adafactor is not Keras's.
 """
@@ -28,7 +28,7 @@ import optax
 
 
 class KerasAdamState(NamedTuple):
-    """State of :func:`scale_by_keras_adam`: step count and moment estimates."""
+    """State of `scale_by_keras_adam`: step count and moment estimates."""
 
     count: jax.Array  # int32 scalar, updates applied so far
     mu: optax.Updates  # first moments, like the parameters
@@ -99,7 +99,7 @@ def clip_by_norm(max_norm: float) -> optax.GradientTransformation:
 
 
 class KerasNadamState(NamedTuple):
-    """State of :func:`scale_by_keras_nadam`."""
+    """State of `scale_by_keras_nadam`."""
 
     count: jax.Array  # int32 scalar
     u_product: jax.Array  # float32 scalar: the product of the momentum schedule so far
@@ -140,7 +140,7 @@ def scale_by_keras_nadam(
 
 
 class KerasAdamaxState(NamedTuple):
-    """State of :func:`scale_by_keras_adamax`."""
+    """State of `scale_by_keras_adamax`."""
 
     count: jax.Array
     mu: optax.Updates  # first moments
@@ -214,7 +214,7 @@ def scale_by_keras_adam_moments(b1: float, b2: float) -> optax.GradientTransform
 
 
 class KerasFtrlState(NamedTuple):
-    """State of :func:`keras_ftrl`: the squared-gradient accumulators and the linear terms."""
+    """State of `keras_ftrl`: the squared-gradient accumulators and the linear terms."""
 
     accumulator: optax.Updates
     linear: optax.Updates
@@ -269,7 +269,7 @@ def keras_ftrl(
 
 
 class KerasAdafactorState(NamedTuple):
-    """State of :func:`keras_adafactor`: row and column averages (factored), velocities."""
+    """State of `keras_adafactor`: row and column averages (factored), velocities."""
 
     count: jax.Array
     r: optax.Updates  # per tensor of rank >= 2: shape[:-1]; else a scalar placeholder

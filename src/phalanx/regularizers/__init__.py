@@ -2,7 +2,7 @@
 
 Give them to layers (``Dense(64, kernel_regularizer=phalanx.regularizers.L2(1e-4))``);
 ``model.losses`` lists the penalties and ``fit`` adds them to the loss as Keras
-does under ``tf.distribute`` (see :mod:`phalanx.regularizers._regularizers`). In a
+does under ``tf.distribute`` (see `phalanx.regularizers._regularizers`). In a
 custom loop, add ``phalanx.scale_regularization_loss(sum(net.losses))``.
 """
 
@@ -21,7 +21,7 @@ l1_l2 = L1L2
 def deserialize(config: dict) -> Regularizer:
     """Returns the regularizer a ``serialize`` dict describes (Keras's ``deserialize``).
 
-    Example:
+    Examples:
       >>> deserialize({"class_name": "L2", "config": {"l2": 0.001}})
       L2(l2=0.001)
     """

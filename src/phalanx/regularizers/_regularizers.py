@@ -113,7 +113,7 @@ class L1L2(Regularizer):
       l1: the L1 factor, >= 0; default 0.
       l2: the L2 factor, >= 0; default 0.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> float(L1L2(l1=0.5, l2=0.1)(jnp.array([1.0, -2.0])))
       2.0
@@ -150,7 +150,7 @@ class L1(L1L2):
     Args:
       l1: the factor, >= 0; default 0.01.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> float(L1(0.5)(jnp.array([1.0, -2.0])))
       1.5
@@ -169,7 +169,7 @@ class L2(L1L2):
     Args:
       l2: the factor, >= 0; default 0.01.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> float(L2(0.5)(jnp.array([1.0, -2.0])))
       2.5
@@ -225,7 +225,7 @@ def get(identifier: Any) -> Regularizer | None:
     Raises:
       RegularizerError: an unknown name or config, or something not callable.
 
-    Example:
+    Examples:
       >>> get("l2")
       L2(l2=0.01)
       >>> get({"class_name": "L1L2", "config": {"l1": 0.001, "l2": 0.0}})
@@ -266,7 +266,7 @@ def _by_name(name: Any) -> type[Regularizer]:
 def serialize(regularizer: Regularizer) -> dict:
     """Returns ``{"class_name": ..., "config": ...}`` (``get`` reads it back).
 
-    Example:
+    Examples:
       >>> serialize(L2(0.001))
       {'class_name': 'L2', 'config': {'l2': 0.001}}
     """

@@ -2,8 +2,8 @@
 
 A ``.keras`` file is a zip anyone may hand over. Each member is inflated as a stream and
 refused once it passes a cap (a 2 MB zip can declare, or hide, a 2 GiB ``config.json``),
-and ``config.json`` is parsed only up to :data:`MAX_CONFIG_DEPTH` levels of nesting (what
-reads a config later recurses through it). Every refusal is a :class:`KerasFileError`
+and ``config.json`` is parsed only up to `MAX_CONFIG_DEPTH` levels of nesting (what
+reads a config later recurses through it). Every refusal is a `KerasFileError`
 naming the file and the member.
 """
 
@@ -54,7 +54,7 @@ def _too_large(where: str, member: str, size: int, cap: int) -> str:
 
 
 def parse_config(data: bytes, where: str) -> dict:
-    """``config.json``'s object, nested at most :data:`MAX_CONFIG_DEPTH` deep."""
+    """``config.json``'s object, nested at most `MAX_CONFIG_DEPTH` deep."""
     try:
         config = json.loads(data)
     except RecursionError:

@@ -7,7 +7,7 @@ layout (an optimizer as ``{"module", "class_name", "config"}``, losses and
 metrics as names or as the same kind of dict) for what Keras can read back,
 and reads what Keras writes for the optimizers, losses and metrics phalanx has.
 The optimizer's state (moments, step count) is in ``model.weights.h5``
-(:mod:`phalanx.saving._keras_optimizer`).
+(`phalanx.saving._keras_optimizer`).
 """
 
 from __future__ import annotations

@@ -111,7 +111,7 @@ def _refuse_nested(model: Any) -> None:
 def save_weights(model: Any, path: Any, *, optimizer: list | None = None) -> None:
     """Writes ``model``'s weights as a Keras 3 ``.weights.h5`` file (on process 0).
 
-    ``path`` is a local path or a URL (``gs://``, ``memory://``: :mod:`phalanx.io`);
+    ``path`` is a local path or a URL (``gs://``, ``memory://``: `phalanx.io`);
     the file appears whole or not at all. ``optimizer``: Keras's optimizer variables
     (``_keras_optimizer.keras_variables``), written under ``optimizer/vars`` as Keras 3
     does in a ``.keras`` file.
@@ -386,7 +386,7 @@ def save_model(model: Any, path: Any, config: dict) -> None:
     """Writes ``model``, whose Keras configuration is ``config``, as a Keras 3 ``.keras`` file.
 
     ``keras.models.load_model`` reads it; ``config`` comes from the model's package
-    (:func:`phalanx.models._keras_config.model_config`), which sits above this one.
+    (`phalanx.models._keras_config.model_config`), which sits above this one.
 
     Raises:
       KerasFileError: a subclassed model, or no weights yet.

@@ -175,7 +175,7 @@ def restore_keras_variables(
     """``(opt_state, step)`` with a file's Keras optimizer variables; None when not read.
 
     Args:
-      optimizer, params, paths: as for :func:`keras_variables`.
+      optimizer, params, paths: as for `keras_variables`.
       opt_state: the fresh optax state, on the host.
       stored: ``(count, read)``: the file's number of variables, and
         ``read(i, shape)`` reading variable ``i``, which must have ``shape``.

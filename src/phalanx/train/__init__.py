@@ -4,8 +4,8 @@ The compile configuration (``_compile``), the pure step functions (``_step``), t
 training state (``_state``), the compiled programs (``_programs``), the loop that
 drives them (``_loop``), the position a checkpoint resumes from (``_position``), the
 placement of state on the devices, memory reports (``_memory``) and what ``fit``
-accepts as data (``data_adapters``). The model classes are in :mod:`phalanx.models`,
-the layers in :mod:`phalanx.layers`, losses, metrics and optimizers in their own
+accepts as data (``data_adapters``). The model classes are in `phalanx.models`,
+the layers in `phalanx.layers`, losses, metrics and optimizers in their own
 packages, as in Keras 3 (``keras/src/trainers`` beside ``keras/src/models``).
 
 ``phalanx.train`` also re-exports, for scripts written against earlier releases, the

@@ -1,8 +1,8 @@
 """Bytes per device of a model's training: weights, optimizer state, the compiled step.
 
 ``Model.summary()`` prints these lines after Keras's three "params" lines
-(:func:`memory_lines`); ``phalanx info --memory`` prints the same figures
-for a model replicated and sharded (:func:`memory_report`).
+(`memory_lines`); ``phalanx info --memory`` prints the same figures
+for a model replicated and sharded (`memory_report`).
 
 Two kinds of figure, and the text says which:
 

@@ -30,7 +30,7 @@ def split_state(module: nnx.Module):
     Returns:
       The graph definition and three ``nnx.State`` pytrees.
 
-    Example:
+    Examples:
       >>> from phalanx import layers
       >>> from phalanx.models._network import Sequential
       >>> net = Sequential([layers.Dense(2, input_shape=(3,)), layers.BatchNormalization()])

@@ -1,6 +1,6 @@
 """``Trainer``: Keras's ``compile``/``fit``/``evaluate``/``predict`` for a model (``keras/src/trainers``).
 
-``Model`` (:mod:`phalanx.models`) inherits it, as Keras 3's ``Model`` inherits its backend's
+``Model`` (`phalanx.models`) inherits it, as Keras 3's ``Model`` inherits its backend's
 ``Trainer``. ``fit`` reads like a table of contents: adapt the input (``data_adapters``),
 build the state (``TrainState``, replicated on the strategy's mesh), then for each epoch run
 compiled executions of ``steps_per_execution`` fused steps (``_programs``) and tell the
