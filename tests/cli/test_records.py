@@ -53,6 +53,14 @@ def test_verify_ok_and_damaged_with_offsets(tmp_path, capsys):
     assert "3 good records, 2 damaged" in out
 
 
+def test_verify_counts_one_record_in_the_singular(tmp_path, capsys):
+    one = _write(tmp_path / "one.tfrecord", n=1)
+    assert main(["records", "verify", str(one)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"OK       {one}: 1 record (NONE)", lines
+    assert lines[-1].startswith("verified 1 file (") and lines[-1].endswith("; 1 good record")
+
+
 def test_verify_rejects_files_that_are_not_tfrecords(tmp_path, capsys):
     text = tmp_path / "notes.txt"
     text.write_text("hello, this is not a TFRecord file\n")

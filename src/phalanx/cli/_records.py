@@ -148,10 +148,9 @@ def run_verify(args: argparse.Namespace) -> int:
             advance(sizes.get(path, 0))
     total = sum(sizes.values())
     print(
-        f"verified {len(args.files)} file{'s' if len(args.files) != 1 else ''} "
-        f"({_bytes(total)}) in "
+        f"verified {_counted(len(args.files), 'file')} ({_bytes(total)}) in "
         f"{time.perf_counter() - started:.1f} s: {tally['OK']} OK, {tally['DAMAGED']} damaged, "
-        f"{tally['MISSING']} missing; {tally['records']} good records"
+        f"{tally['MISSING']} missing; {_counted(tally['records'], 'good record')}"
     )
     return 0 if tally["OK"] == len(args.files) else 1
 
@@ -182,11 +181,17 @@ def _verify_one(path: str, compression_arg: str | None) -> tuple[str, int]:
         return "DAMAGED", count
     label = compression or "NONE"
     if reader.damaged:
-        print(f"DAMAGED  {path}: {count} good records, {len(reader.damaged)} damaged ({label})")
+        damaged = len(reader.damaged)
+        print(f"DAMAGED  {path}: {_counted(count, 'good record')}, {damaged} damaged ({label})")
         _print_damage(reader)
         return "DAMAGED", count
-    print(f"OK       {path}: {count} records ({label})")
+    print(f"OK       {path}: {_counted(count, 'record')} ({label})")
     return "OK", count
+
+
+def _counted(n: int, noun: str) -> str:
+    """``1 record``, ``2 records``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _unavailable(path: str) -> str:
