@@ -79,7 +79,7 @@ def make_tf_record_dataset(
     Raises:
         DatasetArgumentError: no file matches, or an argument is out of range (naming it).
 
-    Example:
+    Examples:
         >>> import os, tempfile
         >>> from phalanx.data import TFRecordWriter
         >>> folder = tempfile.mkdtemp()
@@ -149,7 +149,7 @@ def parse_example_dataset(
         TypeError: (when applied) the input is not a dataset of vectors of strings (TF's
             message).
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> from phalanx.data import Dataset, FixedLenFeature, serialize_example
         >>> recs = [serialize_example({"x": np.float32([i])}) for i in range(3)]

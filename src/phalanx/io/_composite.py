@@ -10,7 +10,7 @@ They are host values: a compiled step takes dense arrays, so ``fit`` and
 (or ``padded_batch``) first.
 
 Each is one leaf of a dataset element (not a tuple of its parts), and its
-``element_spec`` entry is a :class:`SparseTensorSpec` or :class:`RaggedTensorSpec`.
+``element_spec`` entry is a `SparseTensorSpec` or `RaggedTensorSpec`.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class SparseTensor:
 
     ``indices`` is ``(nnz, rank)`` int64, ``values`` ``(nnz,)``, ``dense_shape``
     ``(rank,)`` int64. From ``parse_example`` and ``sparse_batch`` the indices
-    are in row-major order, so :meth:`to_ragged` is cheap.
+    are in row-major order, so `to_ragged` is cheap.
 
     Args:
         indices: the coordinates of the values, ``(nnz, rank)`` integers.
@@ -75,7 +75,7 @@ class SparseTensor:
     Raises:
         ValueError: the three do not fit together (the message gives their shapes).
 
-    Example:
+    Examples:
         >>> st = SparseTensor([[0, 0], [0, 1], [2, 0]], [5, 6, 7], [3, 2])
         >>> st.to_dense().tolist()
         [[5, 6], [0, 0], [7, 0]]
@@ -136,7 +136,7 @@ class SparseTensor:
         return out
 
     def to_ragged(self) -> RaggedTensor:
-        """Returns the rows (first index) as a :class:`RaggedTensor` of rank 2; needs row-major
+        """Returns the rows (first index) as a `RaggedTensor` of rank 2; needs row-major
         indices of rank 2 (``tf.RaggedTensor.from_sparse``)."""
         if len(self.dense_shape) == 1:
             return RaggedTensor(self.values, np.array([0, len(self.values)], np.int64))
@@ -158,13 +158,13 @@ class SparseTensor:
 
 
 class SparseTensorSpec:
-    """The ``element_spec`` entry of a :class:`SparseTensor` component (``tf.SparseTensorSpec``).
+    """The ``element_spec`` entry of a `SparseTensor` component (``tf.SparseTensorSpec``).
 
     Args:
         shape: the dense shape, ``None`` for a dimension that varies (or ``None`` for unknown rank).
         dtype: the values' dtype.
 
-    Example:
+    Examples:
         >>> SparseTensorSpec((None, None), "int64")
         SparseTensorSpec(shape=(None, None), dtype=int64)
     """
@@ -177,11 +177,11 @@ class SparseTensorSpec:
 
     @classmethod
     def from_value(cls, value: SparseTensor) -> SparseTensorSpec:
-        """The spec of a :class:`SparseTensor`."""
+        """The spec of a `SparseTensor`."""
         return cls(value.shape, value.dtype)
 
     def is_compatible_with(self, other: Any) -> bool:
-        """Whether ``other`` (a :class:`SparseTensor` or a spec) has a compatible shape and dtype."""
+        """Whether ``other`` (a `SparseTensor` or a spec) has a compatible shape and dtype."""
         if isinstance(other, SparseTensor):
             other = SparseTensorSpec.from_value(other)
         if not isinstance(other, SparseTensorSpec) or other.dtype != self.dtype:
@@ -223,7 +223,7 @@ class RaggedTensor:
     Raises:
         ValueError: the splits do not partition ``values`` (the message says how).
 
-    Example:
+    Examples:
         >>> r = RaggedTensor.from_row_splits([1, 2, 3], [0, 2, 2, 3])
         >>> len(r), r[0].tolist(), r.row_lengths().tolist(), r.to_list()
         (3, [1, 2], [2, 0, 1], [[1, 2], [], [3]])
@@ -517,7 +517,7 @@ def _fill(out: np.ndarray, rt: RaggedTensor) -> None:
 
 
 class RaggedTensorSpec:
-    """The ``element_spec`` entry of a :class:`RaggedTensor` component (``tf.RaggedTensorSpec``).
+    """The ``element_spec`` entry of a `RaggedTensor` component (``tf.RaggedTensorSpec``).
 
     Args:
         shape: the shape, ``None`` where a dimension is ragged or varies.
@@ -525,7 +525,7 @@ class RaggedTensorSpec:
         ragged_rank: how many ragged dimensions (default: rank - 1).
         row_splits_dtype: int64 (default) or int32.
 
-    Example:
+    Examples:
         >>> RaggedTensorSpec((2, None), "int64")
         RaggedTensorSpec(shape=(2, None), dtype=int64, ragged_rank=1, row_splits_dtype=int64)
     """
@@ -559,11 +559,11 @@ class RaggedTensorSpec:
 
     @classmethod
     def from_value(cls, value: RaggedTensor) -> RaggedTensorSpec:
-        """The spec of a :class:`RaggedTensor`."""
+        """The spec of a `RaggedTensor`."""
         return cls(value.shape, value.dtype, value.ragged_rank, value.row_splits_dtype)
 
     def is_compatible_with(self, other: Any) -> bool:
-        """Whether ``other`` (a :class:`RaggedTensor` or a spec) can be described by this spec."""
+        """Whether ``other`` (a `RaggedTensor` or a spec) can be described by this spec."""
         if isinstance(other, RaggedTensor):
             other = RaggedTensorSpec.from_value(other)
         return (

@@ -3,7 +3,7 @@
 As TensorFlow does (``parsing_config._construct_tensors_for_composite_features``),
 each is parsed in two steps: the features it reads (values, indices, partitions)
 are parsed as ``VarLenFeature``s by the ordinary parser, then combined into one
-:class:`SparseTensor` or :class:`RaggedTensor`. The keys follow TF's rules: one
+`SparseTensor` or `RaggedTensor`. The keys follow TF's rules: one
 Example key may serve several sparse (or several ragged) features of one dtype,
 but never both a dense and a sparse/ragged one, nor a sparse and a ragged one.
 """
