@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Public by name but not API: the command line (``phalanx --help`` documents it) and the
 # trainer's package, which re-exports the names of earlier releases for old scripts.
 NOT_REFERENCE = ("phalanx.cli", "phalanx.train")
+ROLE = re.compile(r":(func|mod|class|meth|attr|data|exc|obj):`")
 
 
 def _public_modules() -> list[str]:
@@ -63,6 +65,17 @@ def test_the_top_level_page_names_every_top_level_name():
     modules = {n for n in phalanx.__all__ if type(getattr(phalanx, n)).__name__ == "module"}
     missing = [n for n in sorted(set(phalanx.__all__) - modules) if f"`phalanx.{n}`" not in text]
     assert not missing, f"docs/api/phalanx.md does not list {missing}"
+
+
+def test_docstrings_use_the_section_names_and_markup_the_reference_renders():
+    """griffe's Google parser knows ``Examples:`` (``Example:`` renders as a note, its doctest
+    as text); the reference is Markdown, so reST roles (``:class:`X```) show as typed."""
+    found = []
+    for path in sorted((ROOT / "src" / "phalanx").rglob("*.py")):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if re.fullmatch(r"\s+Example:\s*", line) or ROLE.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert not found, "write 'Examples:' and plain `name` (Markdown):\n" + "\n".join(found)
 
 
 @pytest.mark.slow
