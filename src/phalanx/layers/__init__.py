@@ -29,6 +29,7 @@ from ._depthwise_separable import DepthwiseConv1D as DepthwiseConv1D
 from ._depthwise_separable import DepthwiseConv2D as DepthwiseConv2D
 from ._depthwise_separable import SeparableConv1D as SeparableConv1D
 from ._depthwise_separable import SeparableConv2D as SeparableConv2D
+from ._hashing import Hashing as Hashing
 from ._index_lookup import IntegerLookup as IntegerLookup
 from ._index_lookup import StringLookup as StringLookup
 from ._layer import Layer as Layer
@@ -61,6 +62,13 @@ from ._preprocessing import CenterCrop as CenterCrop
 from ._preprocessing import Normalization as Normalization
 from ._preprocessing import Rescaling as Rescaling
 from ._preprocessing import Resizing as Resizing
+from ._random_image import RandomBrightness as RandomBrightness
+from ._random_image import RandomContrast as RandomContrast
+from ._random_image import RandomCrop as RandomCrop
+from ._random_image import RandomFlip as RandomFlip
+from ._random_image import RandomRotation as RandomRotation
+from ._random_image import RandomTranslation as RandomTranslation
+from ._random_image import RandomZoom as RandomZoom
 from ._recurrent import GRU as GRU
 from ._recurrent import LSTM as LSTM
 from ._recurrent import RNN as RNN
@@ -153,6 +161,7 @@ __all__ = [
     "GlobalMaxPooling1D",
     "GlobalMaxPooling2D",
     "GlobalMaxPooling3D",
+    "Hashing",
     "GroupNormalization",
     "Input",
     "InputLayer",
@@ -179,6 +188,13 @@ __all__ = [
     "Permute",
     "RMSNormalization",
     "RNN",
+    "RandomBrightness",
+    "RandomContrast",
+    "RandomCrop",
+    "RandomFlip",
+    "RandomRotation",
+    "RandomTranslation",
+    "RandomZoom",
     "ReLU",
     "RepeatVector",
     "Rescaling",
