@@ -110,7 +110,7 @@ def _weak_hash_len32_with_seeds(s: bytes, i: int, a: int, b: int) -> tuple[int, 
 def fingerprint64(s: bytes) -> int:
     """FarmHash's ``Fingerprint64`` of ``s`` (an unsigned 64-bit int), as TensorFlow's.
 
-    Example:
+    Examples:
       >>> fingerprint64(b"A") % 3, fingerprint64(b"B") % 3
       (1, 0)
     """
@@ -190,7 +190,7 @@ def siphash64(key: tuple[int, int], s: bytes) -> int:
     """SipHash-2-4 of ``s`` with the key ``(k0, k1)`` (two unsigned 64-bit words), as
     highwayhash's ``SipHash`` and TensorFlow's ``to_hash_bucket_strong``.
 
-    Example:
+    Examples:
       >>> siphash64((133, 137), b"A") % 3
       1
     """

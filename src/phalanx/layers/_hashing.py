@@ -5,7 +5,7 @@ Keras computes it with TensorFlow: integers become their decimal strings
 (``tf.as_string``; floats are truncated to int64 first), then the bin is
 ``Fingerprint64(s) % bins`` (``tf.strings.to_hash_bucket_fast``) or, with a salt,
 ``SipHash-2-4(salt, s) % bins`` (``to_hash_bucket_strong``). phalanx runs the same
-hashes in pure Python (:mod:`._hashes`), so the bins are TensorFlow's. With a
+hashes in pure Python (`_hashes`), so the bins are TensorFlow's. With a
 ``mask_value``, that value is bin 0 and the others are hashed into bins 1 to
 ``num_bins - 1``.
 """
@@ -84,7 +84,7 @@ class Hashing(Layer):
       sparse: not supported when True (raises).
       dtype: the output dtype; default ``"int64"`` for ``"int"``, else float32.
 
-    Example:
+    Examples:
       >>> Hashing(num_bins=3)([["A"], ["B"], ["C"], ["D"], ["E"]]).tolist()
       [[1], [0], [1], [1], [2]]
       >>> Hashing(num_bins=3, salt=[133, 137])(["A", "B", "C", "D", "E"]).tolist()

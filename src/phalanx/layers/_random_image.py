@@ -4,7 +4,7 @@
 Each is Keras's two steps: ``get_random_transformation(images, training, seed)`` draws
 the transformation (a dict with Keras's keys: ``"flips"``, ``"rotation_matrix"``, ...),
 ``transform_images(images, transformation)`` applies it with Keras 3's arithmetic on
-JAX (:mod:`._image_transforms`), so a transformation Keras drew gives Keras's pixels.
+JAX (`_image_transforms`), so a transformation Keras drew gives Keras's pixels.
 The draws are JAX's, not Keras's: the numbers differ, their distribution is the same.
 
 Training and keys, as Keras: called with ``training=False`` (``predict``, ``evaluate``,
@@ -188,7 +188,7 @@ class RandomFlip(RandomImageLayer):
       seed: an int: the layer's own generator's seed, folded into ``fit``'s key.
       data_format: ``"channels_last"`` or None.
 
-    Example:
+    Examples:
       >>> import numpy as np
       >>> x = np.arange(4.0).reshape(1, 1, 4, 1)
       >>> RandomFlip("horizontal")(x, training=False)[0, 0, :, 0].tolist()
@@ -343,7 +343,7 @@ class RandomRotation(_AffineLayer):
       fill_value: the value outside the image with ``fill_mode="constant"``.
       data_format: ``"channels_last"`` or None.
 
-    Example:
+    Examples:
       >>> import numpy as np
       >>> x = np.arange(9.0).reshape(1, 3, 3, 1)
       >>> half_turn = RandomRotation((0.5, 0.5))(x)  # every draw: half a turn
@@ -420,9 +420,13 @@ class RandomZoom(_AffineLayer):
         ``[0.8, 1.2]`` of the height (positive: out, negative: in); or ``(low, high)``.
       width_factor: the same for the width; None (default) keeps the aspect ratio
         (the height's draw).
-      fill_mode, interpolation, seed, fill_value, data_format: as ``RandomRotation``.
+      fill_mode: ``"reflect"`` (default), ``"wrap"``, ``"constant"`` or ``"nearest"``.
+      interpolation: ``"bilinear"`` (default) or ``"nearest"``.
+      seed: an int (see ``RandomFlip``).
+      fill_value: the value outside the image with ``fill_mode="constant"``.
+      data_format: ``"channels_last"`` or None.
 
-    Example:
+    Examples:
       >>> RandomZoom(0.2).compute_output_shape((8, 8, 3))
       (8, 8, 3)
     """
@@ -502,9 +506,13 @@ class RandomTranslation(_AffineLayer):
       height_factor: a fraction of the height in ``[-1, 1]``: ``0.2`` shifts by up to
         20% up or down; ``(low, high)``: negative is up, positive down.
       width_factor: the same for the width (negative: left).
-      fill_mode, interpolation, seed, fill_value, data_format: as ``RandomRotation``.
+      fill_mode: ``"reflect"`` (default), ``"wrap"``, ``"constant"`` or ``"nearest"``.
+      interpolation: ``"bilinear"`` (default) or ``"nearest"``.
+      seed: an int (see ``RandomFlip``).
+      fill_value: the value outside the image with ``fill_mode="constant"``.
+      data_format: ``"channels_last"`` or None.
 
-    Example:
+    Examples:
       >>> import numpy as np
       >>> x = np.arange(4.0).reshape(1, 1, 4, 1)
       >>> out = RandomTranslation(0, (0.5, 0.5), fill_mode="constant")(x)  # right by 2
@@ -588,7 +596,7 @@ class RandomCrop(RandomImageLayer):
       seed: an int (see ``RandomFlip``).
       data_format: ``"channels_last"`` or None.
 
-    Example:
+    Examples:
       >>> import numpy as np
       >>> RandomCrop(2, 2)(np.zeros((3, 5, 5, 1))).shape
       (3, 2, 2, 1)
@@ -674,7 +682,7 @@ class RandomContrast(RandomImageLayer):
       value_range: the images' value range, ``(0, 255)`` by default.
       seed: an int (see ``RandomFlip``).
 
-    Example:
+    Examples:
       >>> import numpy as np
       >>> RandomContrast(0.5)(np.full((1, 2, 2, 1), 7.0), training=False)[0, 0, 0, 0].item()
       7.0
@@ -735,7 +743,7 @@ class RandomBrightness(RandomImageLayer):
       value_range: the images' value range, ``(0, 255)`` by default.
       seed: an int (see ``RandomFlip``).
 
-    Example:
+    Examples:
       >>> import numpy as np
       >>> out = RandomBrightness((0.5, 0.5), value_range=(0, 1))(np.full((1, 1, 1, 1), 0.25))
       >>> out[0, 0, 0, 0].item()
