@@ -49,8 +49,8 @@ class BatchDataset(Dataset):
         return st.map_structure(lambda s: _prepend(lead, s), self._input.element_spec)
 
 
-def _prepend(lead: int | None, s: TensorSpec) -> TensorSpec:
-    return TensorSpec(None if s.shape is None else (lead, *s.shape), s.dtype)
+def _prepend(lead: int | None, s: Any) -> Any:
+    return st.batched_spec(lead, s)
 
 
 class _BatchIterator(DatasetIterator):
@@ -110,6 +110,11 @@ class PaddedBatchDataset(Dataset):
         self._input = input_dataset
         self._batch = check_positive("batch_size", batch_size, "padded_batch")
         self._drop = check_bool("drop_remainder", drop_remainder, "padded_batch")
+        st.refuse_composites(
+            input_dataset.element_spec,
+            "padded_batch",
+            "Batch them with batch or ragged_batch, or pad them with .to_tensor() / .to_dense().",
+        )
         spec = input_dataset.element_spec
         tdef = st.treedef(spec)
         flat_spec = st.flatten(spec)
@@ -275,6 +280,8 @@ class _PaddedBatchIterator(_BatchIterator):
 
 
 def _rows(element: Any) -> int:
+    if any(isinstance(a, st.COMPOSITES) for a in st.flatten(element)):
+        st.refuse_composites(st.spec_of(element), "unbatch/rebatch", st._TO_DENSE)
     leads = {np.shape(a)[0] if np.ndim(a) else None for a in st.flatten(element)}
     if None in leads or len(leads) != 1:
         shapes = [np.shape(a) for a in st.flatten(element)]

@@ -144,6 +144,10 @@ class _FillIterator(DatasetIterator):
                 self.elements = None
             raise
         if self.elements is not None:
+            if not self.elements and self.ds._path:  # the file holds dense arrays only
+                st.refuse_composites(
+                    st.spec_of(x), "cache(filename)", "Cache them in memory with cache()."
+                )
             self.elements.append(x)
             if len(self.elements) == self.complete_at:
                 self.ds._finish(self.elements)

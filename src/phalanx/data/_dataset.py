@@ -499,6 +499,38 @@ class Dataset:
         return PaddedBatchDataset(self, batch_size, padded_shapes, padding_values, drop_remainder)
 
     @_takes_name
+    def ragged_batch(
+        self, batch_size: int, drop_remainder: bool = False, row_splits_dtype: Any = "int64"
+    ) -> Dataset:
+        """Batch elements of different shapes into ``RaggedTensor`` components, unpadded
+        (``tf.data.Dataset.ragged_batch``; see ``_ragged_batch.py`` for which components).
+
+        Example:
+          >>> import numpy as np
+          >>> ds = Dataset.range(1, 4).map(lambda x: np.arange(x)).ragged_batch(2)
+          >>> [b.to_list() for b in ds]
+          [[[0], [0, 1]], [[0, 1, 2]]]
+        """
+        from ._ragged_batch import RaggedBatchDataset
+
+        return RaggedBatchDataset(self, batch_size, drop_remainder, row_splits_dtype)
+
+    @_takes_name
+    def sparse_batch(self, batch_size: int, row_shape: Any) -> Dataset:
+        """Batch single-component elements into one ``SparseTensor`` each, of ``dense_shape``
+        ``[n, *row_shape]`` (``None``: the batch's largest); ``tf.data.Dataset.sparse_batch``.
+
+        Example:
+          >>> import numpy as np
+          >>> st = next(iter(Dataset.range(1, 3).map(lambda x: np.arange(x)).sparse_batch(2, [3])))
+          >>> st.indices.tolist(), st.values.tolist(), st.dense_shape.tolist()
+          ([[0, 0], [1, 0], [1, 1]], [0, 0, 1], [2, 3])
+        """
+        from ._ragged_batch import SparseBatchDataset
+
+        return SparseBatchDataset(self, batch_size, row_shape)
+
+    @_takes_name
     def unbatch(self) -> Dataset:
         """Split each element along its first dimension into separate elements."""
         from ._batch import UnbatchDataset

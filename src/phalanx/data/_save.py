@@ -72,6 +72,9 @@ def save(
         raise DatasetArgumentError(
             "save: the dataset is infinite (a repeat() without count?); take(n) first."
         )
+    st.refuse_composites(
+        dataset.element_spec, "save", "Save dense arrays (.to_tensor() / .to_dense() in a map)."
+    )
     folder = os.fspath(path)
     shards: dict[int, list[Any]] = {}
     for n, element in enumerate(dataset):

@@ -44,6 +44,12 @@ class TensorSlicesDataset(Dataset):
                 f"{method}: the element {tensors!r:.60} has no components (tf.data refuses it "
                 "too). Give at least one array."
             )
+        if type(self) is TensorSlicesDataset and any(isinstance(x, st.COMPOSITES) for x in leaves):
+            raise DatasetTypeError(
+                "from_tensor_slices takes dense arrays in phalanx (tf.data slices a RaggedTensor "
+                "or SparseTensor too); got a sparse or ragged component. Make it dense first, "
+                "or index it: Dataset.range(len(rt)).map(lambda i: rt[int(i)])."
+            )
         for leaf in leaves:
             if leaf.ndim == 0:
                 raise ComponentLengthError(

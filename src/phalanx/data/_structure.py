@@ -12,8 +12,20 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ComponentLengthError, DatasetFunctionError, StructureMismatchError
-from ..io._composite import RaggedTensor, RaggedTensorSpec, SparseTensor, SparseTensorSpec
+from ..errors import (
+    ComponentLengthError,
+    DatasetFunctionError,
+    DatasetTypeError,
+    StructureMismatchError,
+)
+from ..io._composite import (
+    RaggedTensor,
+    RaggedTensorSpec,
+    SparseTensor,
+    SparseTensorSpec,
+    stack_rows,
+    stack_sparse,
+)
 
 #: Leaves that are not one numpy array: host-side sparse and ragged values.
 COMPOSITES = (SparseTensor, RaggedTensor)
@@ -175,7 +187,11 @@ def stack(column: Sequence[Any]) -> np.ndarray:
     ``np.stack`` of ``bytes`` makes a fixed-width ``'S'`` array, which drops
     trailing zero bytes: string columns keep their exact bytes instead.
     Raises ``ValueError`` when the values' shapes differ (as ``np.stack``).
+    ``RaggedTensor`` and ``SparseTensor`` values batch as in tf.data: a RaggedTensor
+    with one more ragged dimension, a SparseTensor ``[n, *largest dense_shape]``.
     """
+    if isinstance(column[0], COMPOSITES):
+        return _stack_composite(column)
     if not is_string(column[0]):
         return np.stack(column)
     shape = np.shape(column[0])
@@ -189,6 +205,66 @@ def stack(column: Sequence[Any]) -> np.ndarray:
     if any(isinstance(v, np.ndarray) and v.dtype.kind == "U" for v in column):
         out = _exact_bytes(out)
     return out
+
+
+def _stack_composite(column: Sequence[Any]) -> Any:
+    kind = type(column[0])
+    if not all(type(v) is kind for v in column):
+        other = next(type(v).__name__ for v in column if type(v) is not kind)
+        raise ValueError(f"cannot batch a {kind.__name__} with a {other} in one component")
+    return stack_sparse(column) if kind is SparseTensor else stack_rows(column)
+
+
+def composite_components(spec: Any, path: str = "") -> list[tuple[str, Any]]:
+    """``(path, spec)`` of every ``SparseTensorSpec``/``RaggedTensorSpec`` in an element spec."""
+    if isinstance(spec, (SparseTensorSpec, RaggedTensorSpec)):
+        return [(path or "the element", spec)]
+    if isinstance(spec, tuple):
+        return [p for i, c in enumerate(spec) for p in composite_components(c, f"{path}[{i}]")]
+    if isinstance(spec, dict):
+        return [p for k in sorted(spec) for p in composite_components(spec[k], f"{path}[{k!r}]")]
+    return []
+
+
+def refuse_composites(spec: Any, method: str, hint: str) -> None:
+    """Raises ``DatasetTypeError`` when ``spec`` has sparse or ragged components, which
+    ``method`` does not take (phalanx's difference from tf.data, named in the message)."""
+    found = composite_components(spec)
+    if found:
+        listed = ", ".join(f"{p}: {s}" for p, s in found)
+        raise DatasetTypeError(
+            f"{method} takes dense components only in phalanx (tf.data takes sparse and ragged "
+            f"ones too); the elements hold {listed}. {hint}"
+        )
+
+
+_TO_DENSE = "Make them dense first (.to_tensor() / .to_dense() in a map), or keep them in memory."
+
+
+def dense_only_message(spec: Any, what: str) -> str | None:
+    """Why ``what`` (``fit``, a distributed dataset) cannot take elements of ``spec``: the
+    sparse and ragged components it has and how to make them dense; None when it can."""
+    found = composite_components(spec)
+    if not found:
+        return None
+    listed = ", ".join(f"{p}: {s}" for p, s in found)
+    return (
+        f"{what} takes dense batches (a compiled step needs one shape per step), but the "
+        f"dataset's elements hold sparse or ragged values ({listed}). Make them dense first: "
+        "ds.map(...) with .to_tensor() for a RaggedTensor or .to_dense() for a SparseTensor, or "
+        "padded_batch instead of ragged_batch/sparse_batch, or parse with "
+        "FixedLenSequenceFeature instead of VarLenFeature/RaggedFeature."
+    )
+
+
+def batched_spec(lead: int | None, spec: Any) -> Any:
+    """The spec of a batch of ``spec`` values with leading dimension ``lead``."""
+    shape = None if spec.shape is None else (lead, *spec.shape)
+    if isinstance(spec, RaggedTensorSpec):
+        return RaggedTensorSpec(shape, spec.dtype, spec.ragged_rank + 1, spec.row_splits_dtype)
+    if isinstance(spec, SparseTensorSpec):
+        return SparseTensorSpec(shape, spec.dtype)
+    return TensorSpec(shape, spec.dtype)
 
 
 def normalize(x: Any) -> Any:

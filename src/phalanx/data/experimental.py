@@ -112,6 +112,23 @@ def map_and_batch(
     )
 
 
+def dense_to_ragged_batch(
+    batch_size: int, drop_remainder: bool = False, row_splits_dtype: Any = "int64"
+) -> Any:
+    """``ds.apply(dense_to_ragged_batch(n))``: ``ds.ragged_batch(n, ...)``, as TensorFlow."""
+    return _transformation(
+        "dense_to_ragged_batch",
+        lambda ds: ds.ragged_batch(batch_size, drop_remainder, row_splits_dtype),
+    )
+
+
+def dense_to_sparse_batch(batch_size: int, row_shape: Any) -> Any:
+    """``ds.apply(dense_to_sparse_batch(n, row_shape))``: ``ds.sparse_batch(n, row_shape)``."""
+    return _transformation(
+        "dense_to_sparse_batch", lambda ds: ds.sparse_batch(batch_size, row_shape)
+    )
+
+
 def shuffle_and_repeat(buffer_size: int, count: int | None = None, seed: int | None = None) -> Any:
     """``ds.shuffle(buffer_size, seed, reshuffle_each_iteration=True).repeat(count)``."""
     return _transformation(
@@ -321,6 +338,8 @@ __all__ = [
     "bucket_by_sequence_length",
     "cardinality",
     "choose_from_datasets",
+    "dense_to_ragged_batch",
+    "dense_to_sparse_batch",
     "enumerate_dataset",
     "get_single_element",
     "group_by_window",

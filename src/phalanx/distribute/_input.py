@@ -277,6 +277,7 @@ class _DeviceBatches:
         return self._strategy._global_batch(host, stacked=self._stack is not None)
 
     def _host_batch(self, element: Any) -> Any:
+        _refuse_sparse_and_ragged(element)
         host = jax.tree.map(np.asarray, element)
         leaves = jax.tree.leaves(host)
         if not leaves or any(a.ndim == 0 for a in leaves):
@@ -641,6 +642,15 @@ def distribute_dataset(
             reason,  # starts with the policy used: FILE, DATA or OFF
         )
     return DistributedDataset(strategy, local, options, per_process_batch=per_process)
+
+
+def _refuse_sparse_and_ragged(element: Any) -> None:
+    """Raises ``DistributedValueError`` when a batch holds sparse or ragged values."""
+    from ..data import _structure as st
+
+    if any(isinstance(a, st.COMPOSITES) for a in st.flatten(element)):
+        what = "A distributed dataset (experimental_distribute_dataset)"
+        raise DistributedValueError(st.dense_only_message(st.spec_of(element), what))
 
 
 def _with_shard(local: Any, given: Any, policy: str, pipelines: int, pipeline: int) -> Any:

@@ -328,7 +328,7 @@ class RaggedTensor:
     @classmethod
     def from_tensor(cls, tensor: Any, ragged_rank: int = 1) -> RaggedTensor:
         """A dense array of rank > ``ragged_rank`` with its first ``ragged_rank + 1`` dimensions
-        as ragged rows (all rows full)."""
+        as rows (all full, so ``shape`` is the array's, as TF's)."""
         arr = _as_values(tensor)
         if not 1 <= ragged_rank < arr.ndim:
             raise ValueError(
@@ -339,7 +339,8 @@ class RaggedTensor:
         result: Any = arr.reshape(-1, *arr.shape[ragged_rank + 1 :])
         for axis in range(ragged_rank, 0, -1):
             outer = int(np.prod(lead[:axis], dtype=np.int64))
-            result = cls(result, np.arange(outer + 1, dtype=np.int64) * lead[axis])
+            splits = np.arange(outer + 1, dtype=np.int64) * lead[axis]
+            result = cls(result, splits, _uniform=int(lead[axis]))
         return result
 
     # -- structure -------------------------------------------------------------------------
@@ -514,6 +515,46 @@ def _fill(out: np.ndarray, rt: RaggedTensor) -> None:
         index.append(pos)
         v = v.values
     out[tuple(index)] = v
+
+
+def concat_rows(items: Sequence[Any]) -> Any:
+    """``items`` (arrays, or RaggedTensors of one ragged rank) joined along their first axis."""
+    if not isinstance(items[0], RaggedTensor):
+        return np.concatenate(items)
+    ranks = {r.ragged_rank if isinstance(r, RaggedTensor) else 0 for r in items}
+    if len(ranks) != 1:
+        raise ValueError(f"cannot join RaggedTensors of different ragged ranks {sorted(ranks)}.")
+    inner = concat_rows([r.values for r in items])
+    dtype = items[0].row_splits.dtype
+    offsets = np.cumsum([0] + [len(r.values) for r in items[:-1]])
+    splits = np.concatenate(
+        [np.zeros(1, dtype)] + [r.row_splits[1:] + o for r, o in zip(items, offsets, strict=True)]
+    ).astype(dtype)
+    uniform = items[0]._uniform if all(r._uniform == items[0]._uniform for r in items) else None
+    return RaggedTensor(inner, splits, _uniform=uniform)
+
+
+def stack_rows(items: Sequence[Any], row_splits_dtype: Any = None) -> RaggedTensor:
+    """A RaggedTensor whose row ``i`` is ``items[i]`` (arrays of one rank and trailing shape, or
+    RaggedTensors of one ragged rank): batching ragged values, as ``tf.data``'s ``batch``."""
+    if row_splits_dtype is None:
+        first = items[0]
+        row_splits_dtype = first.row_splits.dtype if isinstance(first, RaggedTensor) else np.int64
+    lengths = np.fromiter((len(r) for r in items), np.int64, len(items))
+    return RaggedTensor(concat_rows(items), _splits_of(lengths, row_splits_dtype))
+
+
+def stack_sparse(items: Sequence[SparseTensor]) -> SparseTensor:
+    """A SparseTensor with a new leading dimension over ``items`` (of one rank); its
+    ``dense_shape`` is ``[len(items), *the largest dense_shape]``, as ``tf.data``'s ``batch``."""
+    ranks = {len(s.dense_shape) for s in items}
+    if len(ranks) != 1:
+        raise ValueError(f"cannot batch SparseTensors of different ranks {sorted(ranks)}.")
+    shape = np.max(np.stack([s.dense_shape for s in items]), axis=0)
+    rows = np.repeat(np.arange(len(items), dtype=np.int64), [len(s.values) for s in items])
+    indices = np.concatenate([s.indices for s in items])
+    values = np.concatenate([s.values for s in items]) if items else np.zeros(0)
+    return SparseTensor(np.column_stack([rows, indices]), values, [len(items), *shape])
 
 
 class RaggedTensorSpec:

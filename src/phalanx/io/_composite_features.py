@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ExampleParseError
-from ._composite import RaggedTensor, SparseTensor
+from ._composite import RaggedTensor, SparseTensor, stack_rows
 from ._parse_example import (
     FixedLenFeature,
     FixedLenSequenceFeature,
@@ -222,7 +222,7 @@ def _ragged(key: str, feature: RaggedFeature, parsed: dict, batched: bool) -> An
         empty = [(p, None if r is None else np.zeros(0, np.int64)) for p, r in parts]
         rows = [_partitioned(key, feature, values[:0], empty, None, template=True)]
         return _empty_batch(rows[0], dtype)
-    return _stack(rows, dtype)
+    return stack_rows(rows, dtype)
 
 
 def _partitioned(key, feature, values, parts, row, template: bool = False) -> Any:
@@ -262,27 +262,6 @@ def _partition(values: Any, p: Any, t: Any, template: bool) -> Any:
     if kind == "RowLimits":
         return RaggedTensor.from_row_limits(values, t)
     return RaggedTensor.from_value_rowids(values, t)
-
-
-def _concat(items: list[Any]) -> Any:
-    """``items`` (arrays, or RaggedTensors of one ragged rank) joined along their first axis."""
-    if not isinstance(items[0], RaggedTensor):
-        return np.concatenate(items)
-    inner = _concat([r.values for r in items])
-    offsets = np.cumsum([0] + [len(r.values) for r in items[:-1]])
-    splits = np.concatenate(
-        [items[0].row_splits[:1]]
-        + [r.row_splits[1:] + o for r, o in zip(items, offsets, strict=True)]
-    ).astype(items[0].row_splits.dtype)
-    uniform = items[0]._uniform if all(r._uniform == items[0]._uniform for r in items) else None
-    return RaggedTensor(inner, splits, _uniform=uniform)
-
-
-def _stack(rows: list[Any], dtype: np.dtype) -> RaggedTensor:
-    lengths = np.array([len(r) for r in rows], np.int64)
-    splits = np.zeros(len(rows) + 1, dtype)
-    np.cumsum(lengths, out=splits[1:])
-    return RaggedTensor(_concat(rows), splits)
 
 
 def _empty_batch(template: Any, dtype: np.dtype) -> RaggedTensor:

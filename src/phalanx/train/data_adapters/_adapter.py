@@ -332,6 +332,14 @@ def split_batch(element) -> tuple[Any, Any, Any]:
     return element, None, None
 
 
+def _refuse_sparse_and_ragged(batch: Any) -> None:
+    """Raises ``FitInputError`` for a batch that holds sparse or ragged values."""
+    leaves = st.flatten(batch)
+    if any(isinstance(a, st.COMPOSITES) for a in leaves):
+        message = st.dense_only_message(st.spec_of(batch), "fit (and evaluate, predict)")
+        raise FitInputError(message)
+
+
 class IterableAdapter:
     """Batches from an iterable (Dataset, distributed dataset, generator), stacked by N."""
 
@@ -648,6 +656,7 @@ class IterableAdapter:
         if all(isinstance(b, _Indices) for b in batches):
             return self._stack_indices(batches, first)
         batches = [b.base.gather(b.idx) if isinstance(b, _Indices) else b for b in batches]
+        _refuse_sparse_and_ragged(batches[0])
         parts = [split_batch(_as_host(b)) for b in batches]
         check_batched(parts, first)
         sizes = [_leading(p[0]) for p in parts]
