@@ -505,7 +505,7 @@ class Dataset:
         """Batch elements of different shapes into ``RaggedTensor`` components, unpadded
         (``tf.data.Dataset.ragged_batch``; see ``_ragged_batch.py`` for which components).
 
-        Example:
+        Examples:
           >>> import numpy as np
           >>> ds = Dataset.range(1, 4).map(lambda x: np.arange(x)).ragged_batch(2)
           >>> [b.to_list() for b in ds]
@@ -520,7 +520,7 @@ class Dataset:
         """Batch single-component elements into one ``SparseTensor`` each, of ``dense_shape``
         ``[n, *row_shape]`` (``None``: the batch's largest); ``tf.data.Dataset.sparse_batch``.
 
-        Example:
+        Examples:
           >>> import numpy as np
           >>> st = next(iter(Dataset.range(1, 3).map(lambda x: np.arange(x)).sparse_batch(2, [3])))
           >>> st.indices.tolist(), st.values.tolist(), st.dense_shape.tolist()
