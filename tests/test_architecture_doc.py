@@ -33,6 +33,7 @@ PACKAGES = [
     "phalanx.optimizers",
     "phalanx.optimizers.schedules",
     "phalanx.regularizers",
+    "phalanx.constraints",
     "phalanx.mixed_precision",
 ]
 

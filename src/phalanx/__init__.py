@@ -9,6 +9,7 @@ from . import callbacks as callbacks
 from . import checkpoint as checkpoint
 from . import cluster as cluster
 from . import config as config
+from . import constraints as constraints
 from . import data as data
 from . import datasets as datasets
 from . import distribute as distribute
@@ -83,6 +84,7 @@ __all__ = [
     "metrics",
     "models",
     "optimizers",
+    "constraints",
     "initializers",
     "regularizers",
     "scale_regularization_loss",

@@ -187,6 +187,10 @@ class RegularizerError(PhalanxError, ValueError):
     """A regularizer name, config or factor that phalanx cannot use (unknown, or a negative factor)."""
 
 
+class ConstraintError(PhalanxError, ValueError):
+    """A weight constraint name, config or argument that phalanx cannot use (Keras's ``ValueError``)."""
+
+
 class LearningRateError(PhalanxError, TypeError):
     """An optimizer state's learning rate cannot be read or set (no injected rate, or a schedule)."""
 

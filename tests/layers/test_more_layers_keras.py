@@ -15,13 +15,14 @@ keras = pytest.importorskip("keras")
 
 import phalanx  # noqa: E402
 from phalanx import layers  # noqa: E402
-from phalanx.errors import LayerArgumentError  # noqa: E402
+from phalanx.errors import LayerArgumentError, LayerShapeError  # noqa: E402
 from phalanx.layers import _weights  # noqa: E402
 
 RNG = np.random.default_rng(0)
 SEQ = RNG.normal(size=(2, 9, 4)).astype(np.float32)
 IMG = RNG.normal(size=(2, 7, 6, 4)).astype(np.float32)
 FLAT = RNG.normal(loc=2.0, size=(3, 8)).astype(np.float32)
+VOL = RNG.normal(size=(2, 5, 6, 4, 3)).astype(np.float32)
 
 CASES = [
     ("Conv1DTranspose", dict(filters=3, kernel_size=3, strides=2), SEQ),
@@ -71,6 +72,32 @@ CASES = [
     ("CenterCrop", dict(height=9, width=4), IMG),
     ("Normalization", dict(mean=[1.0, 2.0, 0.5, -1.0], variance=[4.0, 1.0, 0.25, 2.0]), SEQ),
     ("Normalization", dict(mean=2.0, variance=3.0, invert=True), FLAT),
+    ("Conv3D", dict(filters=3, kernel_size=3), VOL),
+    ("Conv3D", dict(filters=4, kernel_size=(2, 3, 1), strides=(1, 2, 2), padding="same"), VOL),
+    ("Conv3D", dict(filters=2, kernel_size=2, dilation_rate=2, activation="relu"), VOL),
+    ("Conv3D", dict(filters=4, kernel_size=1, groups=2, use_bias=False), VOL.repeat(2, -1)),
+    ("Conv3DTranspose", dict(filters=2, kernel_size=3, strides=2, padding="same"), VOL),
+    ("Conv3DTranspose", dict(filters=3, kernel_size=(2, 3, 3), strides=(1, 2, 1)), VOL),
+    (
+        "Conv3DTranspose",
+        dict(filters=2, kernel_size=3, strides=2, output_padding=(1, 0, 1), activation="tanh"),
+        VOL,
+    ),
+    ("UpSampling3D", dict(), VOL),
+    ("UpSampling3D", dict(size=(1, 2, 3)), VOL),
+    ("ZeroPadding3D", dict(), VOL),
+    ("ZeroPadding3D", dict(padding=2), VOL),
+    ("ZeroPadding3D", dict(padding=((1, 0), (0, 2), (3, 1))), VOL),
+    ("Cropping3D", dict(), VOL),
+    ("Cropping3D", dict(cropping=(2, 1, 0)), VOL),
+    ("Cropping3D", dict(cropping=((1, 2), (0, 3), (1, 0))), VOL),
+    ("MaxPooling3D", dict(), VOL),
+    ("MaxPooling3D", dict(pool_size=(2, 3, 2), strides=1, padding="same"), VOL),
+    ("AveragePooling3D", dict(pool_size=2, strides=(1, 2, 1)), VOL),
+    ("AveragePooling3D", dict(pool_size=3, padding="same"), VOL),
+    ("GlobalMaxPooling3D", dict(), VOL),
+    ("GlobalAveragePooling3D", dict(keepdims=True), VOL),
+    ("SpatialDropout3D", dict(rate=0.5), VOL),
 ]
 
 
@@ -177,8 +204,8 @@ def test_lambda_in_models_and_config():
 def test_bad_arguments_raise():
     with pytest.raises(LayerArgumentError, match="output_padding"):
         layers.Conv2DTranspose(2, 3, strides=2, output_padding=2)
-    with pytest.raises(LayerArgumentError, match="kernel_constraint"):
-        layers.Conv2DTranspose(2, 3, kernel_constraint="non_neg")
+    with pytest.raises(ValueError, match="kernel_constraint='typo'"):
+        layers.Conv2DTranspose(2, 3, kernel_constraint="typo")
     with pytest.raises(LayerArgumentError, match="depth_multiplier"):
         layers.DepthwiseConv2D(3, depth_multiplier=0)
     with pytest.raises(LayerArgumentError, match="groups"):
@@ -347,3 +374,100 @@ def test_global_average_pooling_1d_takes_the_mask_as_keras():
         np.asarray(keras.layers.GlobalAveragePooling1D()(seq, mask=mask)),
         atol=1e-6,
     )
+
+
+def test_spatial_dropout_3d_drops_whole_channels():
+    out = layers.SpatialDropout3D(0.5)(jnp.ones(VOL.shape), training=True, rngs=jax.random.key(1))
+    kept = np.asarray(out[:, :1, :1, :1, :])
+    assert set(np.unique(kept)) == {0.0, 2.0}
+    np.testing.assert_array_equal(np.asarray(out), np.broadcast_to(kept, VOL.shape))
+
+
+def test_3d_layers_refuse_as_keras():
+    # keras/src/layers/**/*_test.py: the raising cases
+    for bad in ((1, 2), ((1, 2), (1, 2)), "a", (1, 2, -1)):
+        with pytest.raises(ValueError):
+            keras.layers.ZeroPadding3D(padding=bad)
+        with pytest.raises(LayerArgumentError, match="ZeroPadding3D"):
+            layers.ZeroPadding3D(padding=bad)
+    for bad in ((1, 2), "a", -1):
+        with pytest.raises(ValueError):
+            keras.layers.Cropping3D(cropping=bad)
+        with pytest.raises(LayerArgumentError, match="Cropping3D"):
+            layers.Cropping3D(cropping=bad)
+    with pytest.raises(ValueError):
+        keras.layers.Cropping3D(cropping=3)(VOL)
+    with pytest.raises(LayerShapeError, match="nothing would be left"):
+        layers.Cropping3D(cropping=3)(jnp.asarray(VOL))
+    with pytest.raises(LayerArgumentError, match="kernel_size"):
+        layers.Conv3D(2, (3, 3))
+    with pytest.raises(LayerArgumentError, match="dilation_rate > 1"):
+        layers.Conv3D(2, 3, strides=2, dilation_rate=2)
+    with pytest.raises(LayerArgumentError, match="NDHWC"):
+        layers.Conv3D(2, 3, data_format="channels_first")
+    with pytest.raises(LayerArgumentError, match="NDHWC"):
+        layers.SpatialDropout3D(0.5, data_format="channels_first")
+    with pytest.raises(LayerShapeError, match="depth, height, width"):
+        layers.Conv3D(2, 3)(jnp.asarray(IMG))
+    with pytest.raises(LayerShapeError):
+        layers.UpSampling3D()(jnp.asarray(IMG))
+
+
+def _volume_model(lib):
+    inputs = (phalanx if lib is phalanx else keras).Input((5, 6, 4, 3))
+    x = lib.layers.Conv3D(4, 3, padding="same", activation="relu")(inputs)
+    x = lib.layers.MaxPooling3D(pool_size=(1, 2, 2))(x)
+    x = lib.layers.Conv3DTranspose(2, 2, strides=(1, 2, 2))(x)
+    x = lib.layers.Cropping3D(((0, 1), (1, 1), (1, 0)))(lib.layers.ZeroPadding3D(1)(x))
+    x = lib.layers.UpSampling3D((1, 1, 2))(x)
+    outputs = lib.layers.Dense(1)(lib.layers.GlobalAveragePooling3D()(x))
+    return (phalanx if lib is phalanx else keras).Model(inputs, outputs)
+
+
+def test_volume_model_files_and_fit_match_keras(tmp_path):
+    ours, theirs = _volume_model(phalanx), _volume_model(keras)
+    theirs.set_weights(ours.get_weights())
+    y = RNG.normal(size=(2, 1)).astype(np.float32)
+    np.testing.assert_allclose(
+        ours.predict(VOL, verbose=0), theirs.predict(VOL, verbose=0), atol=1e-5
+    )
+    path = str(tmp_path / "volume.keras")
+    ours.save(path)
+    back = keras.models.load_model(path)
+    np.testing.assert_allclose(
+        back.predict(VOL, verbose=0), theirs.predict(VOL, verbose=0), atol=1e-5
+    )
+    path = str(tmp_path / "keras_volume.keras")
+    theirs.save(path)
+    again = phalanx.models.load_model(path)
+    np.testing.assert_allclose(
+        again.predict(VOL, verbose=0), theirs.predict(VOL, verbose=0), atol=1e-5
+    )
+    weights = str(tmp_path / "volume.weights.h5")
+    theirs.save_weights(weights)
+    fresh = _volume_model(phalanx)
+    fresh.load_weights(weights)
+    for a, b in zip(fresh.get_weights(), theirs.get_weights(), strict=True):
+        np.testing.assert_array_equal(a, np.asarray(b))
+    for m, lib in ((ours, phalanx), (theirs, keras)):
+        m.compile(optimizer=lib.optimizers.SGD(0.1), loss="mse")
+    h = [m.fit(VOL, y, batch_size=2, epochs=3, verbose=0).history["loss"] for m in (ours, theirs)]
+    np.testing.assert_allclose(h[0], h[1], rtol=1e-4)
+    for a, b in zip(ours.get_weights(), theirs.get_weights(), strict=True):
+        np.testing.assert_allclose(a, np.asarray(b), atol=1e-5)
+
+
+@pytest.mark.slow  # two fits of a volume model
+def test_volume_model_eight_replicas_equal_one():
+    x = RNG.normal(size=(16, 5, 6, 4, 3)).astype(np.float32)
+    y = RNG.normal(size=(16, 1)).astype(np.float32)
+    runs = []
+    for devices in (jax.devices()[:1], jax.devices()[:8]):
+        with phalanx.MirroredStrategy(devices=devices).scope():
+            model = _volume_model(phalanx)
+            model.compile(optimizer=phalanx.optimizers.SGD(0.1), loss="mse")
+        history = model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+        runs.append((history.history["loss"], model.get_weights()))
+    np.testing.assert_allclose(runs[0][0], runs[1][0], rtol=1e-5)
+    for a, b in zip(runs[0][1], runs[1][1], strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5)

@@ -341,8 +341,8 @@ def test_masking_matches_keras():
 
 
 def test_unsupported_arguments_and_bad_shapes_raise():
-    with pytest.raises(LayerArgumentError, match="kernel_constraint"):
-        layers.LSTM(3, kernel_constraint="non_neg")
+    with pytest.raises(ValueError, match="kernel_constraint=3"):
+        layers.LSTM(3, kernel_constraint=3)
     with pytest.raises(LayerArgumentError, match="use_cudnn=True"):
         layers.GRU(3, use_cudnn=True)
     with pytest.raises(LayerArgumentError, match="StackedRNNCells"):

@@ -16,8 +16,10 @@ from ._activations import get as get_activation
 from ._attention import MultiHeadAttention as MultiHeadAttention
 from ._conv_transpose import Conv1DTranspose as Conv1DTranspose
 from ._conv_transpose import Conv2DTranspose as Conv2DTranspose
+from ._conv_transpose import Conv3DTranspose as Conv3DTranspose
 from ._convolutional import Conv1D as Conv1D
 from ._convolutional import Conv2D as Conv2D
+from ._convolutional import Conv3D as Conv3D
 from ._core import Activation as Activation
 from ._core import Dense as Dense
 from ._core import Embedding as Embedding
@@ -84,14 +86,19 @@ from ._regularization import GaussianDropout as GaussianDropout
 from ._regularization import GaussianNoise as GaussianNoise
 from ._regularization import SpatialDropout1D as SpatialDropout1D
 from ._regularization import SpatialDropout2D as SpatialDropout2D
+from ._regularization import SpatialDropout3D as SpatialDropout3D
 from ._reshaping import Cropping1D as Cropping1D
 from ._reshaping import Cropping2D as Cropping2D
+from ._reshaping import Cropping3D as Cropping3D
 from ._reshaping import Flatten as Flatten
 from ._reshaping import Reshape as Reshape
 from ._reshaping import UpSampling1D as UpSampling1D
 from ._reshaping import UpSampling2D as UpSampling2D
+from ._reshaping import UpSampling3D as UpSampling3D
 from ._reshaping import ZeroPadding1D as ZeroPadding1D
 from ._reshaping import ZeroPadding2D as ZeroPadding2D
+from ._reshaping import ZeroPadding3D as ZeroPadding3D
+from ._spectral_normalization import SpectralNormalization as SpectralNormalization
 
 # Keras's other names for the same classes (keras.layers.MaxPool2D is MaxPooling2D).
 AvgPool1D = AveragePooling1D
@@ -99,8 +106,10 @@ AvgPool2D = AveragePooling2D
 AvgPool3D = AveragePooling3D
 Convolution1D = Conv1D
 Convolution2D = Conv2D
+Convolution3D = Conv3D
 Convolution1DTranspose = Conv1DTranspose
 Convolution2DTranspose = Conv2DTranspose
+Convolution3DTranspose = Conv3DTranspose
 GlobalAvgPool3D = GlobalAveragePooling3D
 GlobalMaxPool3D = GlobalMaxPooling3D
 MaxPool1D = MaxPooling1D
@@ -131,13 +140,18 @@ __all__ = [
     "Conv1D",
     "Conv1DTranspose",
     "Conv2D",
+    "Conv3D",
     "Conv2DTranspose",
+    "Conv3DTranspose",
     "Convolution1D",
     "Convolution1DTranspose",
     "Convolution2D",
+    "Convolution3D",
     "Convolution2DTranspose",
+    "Convolution3DTranspose",
     "Cropping1D",
     "Cropping2D",
+    "Cropping3D",
     "Dense",
     "DepthwiseConv1D",
     "DepthwiseConv2D",
@@ -207,12 +221,16 @@ __all__ = [
     "Softmax",
     "SpatialDropout1D",
     "SpatialDropout2D",
+    "SpatialDropout3D",
+    "SpectralNormalization",
     "StringLookup",
     "Subtract",
     "UnitNormalization",
     "UpSampling1D",
     "UpSampling2D",
+    "UpSampling3D",
     "ZeroPadding1D",
     "ZeroPadding2D",
+    "ZeroPadding3D",
     "get_activation",
 ]

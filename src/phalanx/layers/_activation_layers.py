@@ -234,7 +234,7 @@ class PReLU(Layer):
     Args:
       alpha_initializer: default ``"zeros"``.
       alpha_regularizer: a penalty on ``alpha``.
-      alpha_constraint: not supported (raises).
+      alpha_constraint: a projection of ``alpha`` after each optimizer update.
       shared_axes: an int or a list of the axes sharing one ``alpha`` (e.g. ``[1, 2]``
         for one per channel of an image).
 
@@ -258,10 +258,7 @@ class PReLU(Layer):
         dtype: Any = None,
     ):
         super().__init__(name=name, input_shape=input_shape, dtype=dtype)
-        if alpha_constraint is not None:
-            raise LayerArgumentError(
-                f"PReLU: alpha_constraint={alpha_constraint!r} is not supported by phalanx."
-            )
+        _args.keep_constraints(self, alpha_constraint=alpha_constraint)
         _initializers.get(alpha_initializer)
         self.alpha_initializer = alpha_initializer
         self.alpha_regularizer = _regularizers.get(alpha_regularizer)
@@ -293,6 +290,7 @@ class PReLU(Layer):
             shape=tuple(shape),
             initializer=self.alpha_initializer,
             regularizer=self.alpha_regularizer,
+            constraint=self.alpha_constraint,
             name="alpha",
         )
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..constraints import _constraints
 from ..errors import LayerArgumentError
 from ..regularizers import _regularizers
 from . import _activations, _initializers
@@ -102,13 +103,15 @@ def keep_kernel_arguments(
     layer.activity_regularizer = _regularizers.get(activity_regularizer)
 
 
-def refuse_constraints(layer: str, **constraints: Any) -> None:
-    """Keras's ``*_constraint=`` arguments: phalanx applies no constraint after an optimizer
-    step, so a constraint given is refused, naming itself (None is accepted)."""
-    for key, value in constraints.items():
-        if value is not None:
-            raise LayerArgumentError(
-                f"{layer}: {key}={value!r} is not supported by phalanx (weight constraints are "
-                "not applied after optimizer steps); leave it None, or project the weight "
-                "yourself after fit (layer.kernel.assign(...))."
-            )
+def keep_constraints(layer: Any, **constraints: Any) -> None:
+    """Keeps Keras's ``*_constraint=`` arguments on ``layer``, resolved by ``constraints.get``.
+
+    ``fit`` projects the weight each one names (the layer's
+    ``_weight_constraint_paths``) after every optimizer update, as Keras 3.
+
+    Raises:
+      ConstraintError: a name or object ``constraints.get`` cannot interpret.
+    """
+    resolved = _constraints.resolve(type(layer).__name__, **constraints)
+    for key, value in resolved.items():
+        setattr(layer, key, value)

@@ -16,12 +16,14 @@ from jax import lax
 
 from ..errors import LayerArgumentError
 from . import _args as _layer_args
-from ._args import positive_int, refuse_constraints
+from ._args import keep_constraints, positive_int
 from ._convolutional import (
     _CHANNELS_LAST_HINT,
     _IMAGE,
+    _NDHWC_HINT,
     _NHWC_HINT,
     _SEQUENCE,
+    _VOLUME,
     check_data_format,
     check_padding,
     spatial_tuple,
@@ -56,7 +58,8 @@ class ConvTranspose(Layer):
       dilation_rate: an int or ``rank`` ints; default 1.
       activation, use_bias, kernel_initializer, bias_initializer,
       kernel_regularizer, bias_regularizer, activity_regularizer: as ``Conv2D``.
-      kernel_constraint, bias_constraint: not supported (raise).
+      kernel_constraint, bias_constraint: projections of the weights after each
+        optimizer update (``phalanx.constraints``), as Keras.
     """
 
     rank = 0
@@ -89,9 +92,7 @@ class ConvTranspose(Layer):
     ):
         super().__init__(name=name, input_shape=input_shape, dtype=dtype)
         layer = type(self).__name__
-        refuse_constraints(
-            layer, kernel_constraint=kernel_constraint, bias_constraint=bias_constraint
-        )
+        keep_constraints(self, kernel_constraint=kernel_constraint, bias_constraint=bias_constraint)
         check_data_format(data_format, self._hint)
         self.filters = positive_int(layer, "filters", filters, f"{layer}(16, 3)")
         self.kernel_size = spatial_tuple(layer, kernel_size, "kernel_size", self.rank)
@@ -157,6 +158,7 @@ class ConvTranspose(Layer):
             shape=(*self.kernel_size, self.filters, input_shape[-1]),
             initializer=self.kernel_initializer,
             regularizer=self.kernel_regularizer,
+            constraint=self.kernel_constraint,
             name="kernel",
         )
         if self.use_bias:
@@ -164,6 +166,7 @@ class ConvTranspose(Layer):
                 shape=(self.filters,),
                 initializer=self.bias_initializer,
                 regularizer=self.bias_regularizer,
+                constraint=self.bias_constraint,
                 name="bias",
             )
 
@@ -211,3 +214,17 @@ class Conv2DTranspose(ConvTranspose):
     rank = 2
     _layout = _IMAGE
     _hint = _NHWC_HINT
+
+
+class Conv3DTranspose(ConvTranspose):
+    """A transposed 3-D convolution over NDHWC volumes (arguments on ``ConvTranspose``),
+    Keras 3's output sizes and kernel layout ``(kd, kh, kw, filters, in)``.
+
+    Example:
+      >>> Conv3DTranspose(4, 3, strides=2, padding="same").build((None, 3, 4, 5, 2))
+      (6, 8, 10, 4)
+    """
+
+    rank = 3
+    _layout = _VOLUME
+    _hint = _NDHWC_HINT

@@ -121,8 +121,9 @@ class Conv(Layer):
       kernel_regularizer: a penalty on the kernel (``"l2"``, ``L2(0.01)``, ...).
       bias_regularizer: a penalty on the bias.
       activity_regularizer: a penalty on the layer's output, divided by the batch size.
-      kernel_constraint: not supported (raises when given).
-      bias_constraint: not supported (raises when given).
+      kernel_constraint: a projection of the kernel after each optimizer update
+        (``phalanx.constraints.MaxNorm(2, axis=[0, 1, 2])``, ...), as Keras.
+      bias_constraint: a projection of the bias after each update.
       name: the layer's name.
       input_shape: the per-example input shape ``(*spatial, channels)``.
       dtype: the computation dtype; parameters are float32.
@@ -142,6 +143,10 @@ class Conv(Layer):
     _weight_regularizer_paths = (
         ("kernel_regularizer", ("conv", "kernel")),
         ("bias_regularizer", ("conv", "bias")),
+    )
+    _weight_constraint_paths = (
+        ("kernel_constraint", ("conv", "kernel")),
+        ("bias_constraint", ("conv", "bias")),
     )
 
     def __init__(
@@ -169,8 +174,8 @@ class Conv(Layer):
     ):
         super().__init__(name=name, input_shape=input_shape, dtype=dtype)
         layer = type(self).__name__
-        _layer_args.refuse_constraints(
-            layer, kernel_constraint=kernel_constraint, bias_constraint=bias_constraint
+        _layer_args.keep_constraints(
+            self, kernel_constraint=kernel_constraint, bias_constraint=bias_constraint
         )
         check_data_format(data_format, self._data_format_hint)
         self.filters = positive_int(layer, "filters", filters, f"{layer}(32, 3)")
@@ -331,3 +336,32 @@ class Conv1D(Conv):
     _paddings = ("valid", "same", "causal")
     _layout = _SEQUENCE
     _data_format_hint = _CHANNELS_LAST_HINT
+
+
+_VOLUME = "(batch, depth, height, width, channels)"
+
+
+_NDHWC_HINT = (
+    "phalanx's 3-D layers use 'channels_last' (NDHWC). Transpose inputs with "
+    "jnp.transpose(x, (0, 2, 3, 4, 1))."
+)
+
+
+class Conv3D(Conv):
+    """A 3-D convolution over NDHWC volumes, ``activation(conv(x, kernel) + bias)``, on ``nnx.Conv``.
+
+    Takes Keras's ``Conv3D`` arguments (listed on ``Conv``): ``kernel_size``,
+    ``strides`` and ``dilation_rate`` are ints or triples ``(depth, height,
+    width)``, kept as triples; ``input_shape`` is ``(depth, height, width, channels)``.
+
+    Example:
+      >>> layer = Conv3D(8, 3, activation="relu")
+      >>> layer.build((6, 6, 6, 2))
+      (4, 4, 4, 8)
+      >>> layer.count_params()
+      440
+    """
+
+    rank = 3
+    _layout = _VOLUME
+    _data_format_hint = _NDHWC_HINT

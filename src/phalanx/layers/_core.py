@@ -109,8 +109,9 @@ class Dense(Layer):
         ``"l2"``, ...); its value is in ``losses`` and ``fit`` adds it to the loss.
       bias_regularizer: a penalty on the bias.
       activity_regularizer: a penalty on the layer's output, divided by the batch size.
-      kernel_constraint: not supported (raises when given).
-      bias_constraint: not supported (raises when given).
+      kernel_constraint: a projection of the kernel after each optimizer update
+        (``phalanx.constraints.MaxNorm(3)``, ``"non_neg"``, ...), as Keras.
+      bias_constraint: a projection of the bias after each update.
       name: the layer's name.
       input_shape: the per-example input shape, on a network's first layer.
       dtype: the computation dtype; parameters are float32.
@@ -131,6 +132,10 @@ class Dense(Layer):
         ("kernel_regularizer", ("linear", "kernel")),
         ("bias_regularizer", ("linear", "bias")),
     )
+    _weight_constraint_paths = (
+        ("kernel_constraint", ("linear", "kernel")),
+        ("bias_constraint", ("linear", "bias")),
+    )
 
     def __init__(
         self,
@@ -150,8 +155,8 @@ class Dense(Layer):
         dtype: Any = None,
     ):
         super().__init__(name=name, input_shape=input_shape, dtype=dtype)
-        _layer_args.refuse_constraints(
-            "Dense", kernel_constraint=kernel_constraint, bias_constraint=bias_constraint
+        _layer_args.keep_constraints(
+            self, kernel_constraint=kernel_constraint, bias_constraint=bias_constraint
         )
         self.units = positive_int("Dense", "units", units, "Dense(128)")
         _layer_args.keep_kernel_arguments(
@@ -250,6 +255,7 @@ class Embedding(Layer):
     supports_masking = True
 
     _weight_regularizer_paths = (("embeddings_regularizer", ("embed", "embedding")),)
+    _weight_constraint_paths = (("embeddings_constraint", ("embed", "embedding")),)
 
     def __init__(
         self,
@@ -265,7 +271,7 @@ class Embedding(Layer):
         input_length: int | None = None,
         mask_zero: bool = False,
     ):
-        _layer_args.refuse_constraints("Embedding", embeddings_constraint=embeddings_constraint)
+        _layer_args.keep_constraints(self, embeddings_constraint=embeddings_constraint)
         if input_shape is None and input_length is not None:
             input_shape = (
                 positive_int(

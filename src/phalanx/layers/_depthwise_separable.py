@@ -18,7 +18,7 @@ from jax import lax
 from ..errors import LayerArgumentError
 from ..regularizers import _regularizers
 from . import _activations, _initializers
-from ._args import positive_int, refuse_constraints
+from ._args import keep_constraints, positive_int
 from ._convolutional import (
     _CHANNELS_LAST_HINT,
     _IMAGE,
@@ -101,6 +101,7 @@ class _DepthwiseBase(Layer):
             shape=(*self.kernel_size, channels, self.depth_multiplier),
             initializer=self.depthwise_initializer,
             regularizer=self.depthwise_regularizer,
+            constraint=self.depthwise_constraint,
             name="depthwise_kernel",
         )
 
@@ -110,6 +111,7 @@ class _DepthwiseBase(Layer):
                 shape=(size,),
                 initializer=self.bias_initializer,
                 regularizer=self.bias_regularizer,
+                constraint=self.bias_constraint,
                 name="bias",
             )
 
@@ -133,7 +135,8 @@ class DepthwiseConv(_DepthwiseBase):
       depthwise_initializer: default ``glorot_uniform``.
       bias_initializer: default ``zeros``.
       depthwise_regularizer, bias_regularizer, activity_regularizer: penalties.
-      depthwise_constraint, bias_constraint: not supported (raise).
+      depthwise_constraint, bias_constraint: projections of the weights after each
+        optimizer update (``phalanx.constraints``), as Keras.
     """
 
     def __init__(
@@ -159,8 +162,8 @@ class DepthwiseConv(_DepthwiseBase):
         dtype: Any = None,
     ):
         super().__init__(name=name, input_shape=input_shape, dtype=dtype)
-        refuse_constraints(
-            type(self).__name__,
+        keep_constraints(
+            self,
             depthwise_constraint=depthwise_constraint,
             bias_constraint=bias_constraint,
         )
@@ -198,7 +201,8 @@ class SeparableConv(_DepthwiseBase):
       bias_initializer: default ``zeros``.
       depthwise_regularizer, pointwise_regularizer, bias_regularizer,
       activity_regularizer: penalties.
-      depthwise_constraint, pointwise_constraint, bias_constraint: not supported.
+      depthwise_constraint, pointwise_constraint, bias_constraint: projections of the
+        weights after each optimizer update (``phalanx.constraints``), as Keras.
     """
 
     def __init__(
@@ -229,8 +233,8 @@ class SeparableConv(_DepthwiseBase):
     ):
         super().__init__(name=name, input_shape=input_shape, dtype=dtype)
         layer = type(self).__name__
-        refuse_constraints(
-            layer,
+        keep_constraints(
+            self,
             depthwise_constraint=depthwise_constraint,
             pointwise_constraint=pointwise_constraint,
             bias_constraint=bias_constraint,
@@ -256,6 +260,7 @@ class SeparableConv(_DepthwiseBase):
             shape=(*(1,) * self.rank, channels * self.depth_multiplier, self.filters),
             initializer=self.pointwise_initializer,
             regularizer=self.pointwise_regularizer,
+            constraint=self.pointwise_constraint,
             name="pointwise_kernel",
         )
         self._bias_weight(self.filters)

@@ -57,6 +57,7 @@ import numpy as np
 from flax import nnx
 
 from .._random import model_seed
+from ..constraints import _constraints
 from ..errors import LayerArgumentError, LayerShapeError, NotBuiltError
 from ..mixed_precision import _policy as _mixed_precision
 from ..regularizers._regularizers import Regularized
@@ -483,8 +484,8 @@ class Layer(Regularized, nnx.Module):
           trainable: whether ``fit`` trains it.
           autocast: accepted as Keras (a weight is read in the dtype it has).
           regularizer: a penalty on the weight, added to the loss in ``fit``.
-          constraint: a ``phalanx.constraints`` projection (or name); not supported
-            on ``add_weight`` yet (raises).
+          constraint: a ``phalanx.constraints`` projection (or name, or a function
+            ``w -> w``) that ``fit`` applies after each optimizer update, as Keras.
           aggregation: Keras's ``"none"``/``"mean"``/``"sum"``/
             ``"only_first_replica"``: accepted (replicas hold equal weights).
           overwrite_with_gradient: not supported (raises when True).
@@ -532,8 +533,10 @@ class Layer(Regularized, nnx.Module):
         trainable = config.pop("trainable", True)
         accepted = inspect.signature(cls.__init__).parameters
         takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
-        for key in ("dtype", "name"):
-            if key in config and key not in accepted and not takes_any:
+        for key in list(config):
+            # dtype/name, and the None of a sublayer's slot before build (Dense's linear)
+            dropped = key in ("dtype", "name") or config[key] is None
+            if dropped and key not in accepted and not takes_any:
                 config.pop(key)
         layer = cls(**config)
         layer.trainable = trainable
@@ -565,6 +568,8 @@ class Layer(Regularized, nnx.Module):
                 isinstance(v, int | float | str | type(None) | tuple) for v in value
             ):
                 config[key] = list(value)
+            elif isinstance(value, _constraints.Constraint):
+                config[key] = _constraints.serialize(value)
             elif callable(value) and not isinstance(value, nnx.Module):
                 config[key] = getattr(value, "__name__", type(value).__name__)
         return config

@@ -24,7 +24,7 @@ from flax import nnx
 from ..errors import LayerArgumentError
 from ..regularizers import _regularizers
 from . import _initializers
-from ._args import refuse_constraints
+from ._args import keep_constraints
 from ._layer import Layer, Shape, format_shape
 
 
@@ -58,6 +58,10 @@ class _Normalization(Layer):
         ("gamma_regularizer", ("norm", "scale")),
         ("beta_regularizer", ("norm", "bias")),
     )
+    _weight_constraint_paths = (
+        ("gamma_constraint", ("norm", "scale")),
+        ("beta_constraint", ("norm", "bias")),
+    )
 
 
 class BatchNormalization(_Normalization):
@@ -76,6 +80,8 @@ class BatchNormalization(_Normalization):
       gamma_initializer: default ``ones``.
       beta_regularizer: a penalty on ``beta`` (``"l2"``, ``L2(0.01)``, ...), keyword-only.
       gamma_regularizer: a penalty on ``gamma``, keyword-only.
+      beta_constraint: a projection of ``beta`` after each optimizer update, keyword-only.
+      gamma_constraint: a projection of ``gamma`` after each update, keyword-only.
       synchronized: average batch statistics over the replicas (needs
         ``axis_name``); default False, as Keras.
       axis_name: the mesh axis to average over when ``synchronized``.
@@ -106,12 +112,15 @@ class BatchNormalization(_Normalization):
         *,
         beta_regularizer: Any = None,
         gamma_regularizer: Any = None,
+        beta_constraint: Any = None,
+        gamma_constraint: Any = None,
         name: str | None = None,
         input_shape: Any = None,
     ):
         super().__init__(name=name, input_shape=input_shape)
         self.beta_regularizer = _regularizers.get(beta_regularizer)
         self.gamma_regularizer = _regularizers.get(gamma_regularizer)
+        keep_constraints(self, beta_constraint=beta_constraint, gamma_constraint=gamma_constraint)
         if synchronized and axis_name is None:
             raise LayerArgumentError(
                 "BatchNormalization(synchronized=True) needs axis_name, the replica mesh "
@@ -166,6 +175,8 @@ class LayerNormalization(_Normalization):
       gamma_initializer: default ``ones``.
       beta_regularizer: a penalty on ``beta`` (``"l2"``, ``L2(0.01)``, ...), keyword-only.
       gamma_regularizer: a penalty on ``gamma``, keyword-only.
+      beta_constraint: a projection of ``beta`` after each optimizer update, keyword-only.
+      gamma_constraint: a projection of ``gamma`` after each update, keyword-only.
       name: the layer's name.
       input_shape: the per-example input shape, on a network's first layer.
 
@@ -190,12 +201,15 @@ class LayerNormalization(_Normalization):
         *,
         beta_regularizer: Any = None,
         gamma_regularizer: Any = None,
+        beta_constraint: Any = None,
+        gamma_constraint: Any = None,
         name: str | None = None,
         input_shape: Any = None,
     ):
         super().__init__(name=name, input_shape=input_shape)
         self.beta_regularizer = _regularizers.get(beta_regularizer)
         self.gamma_regularizer = _regularizers.get(gamma_regularizer)
+        keep_constraints(self, beta_constraint=beta_constraint, gamma_constraint=gamma_constraint)
         self.axis = _axis("LayerNormalization", axis)
         self.epsilon = float(epsilon)
         self.center = center
@@ -256,8 +270,8 @@ class GroupNormalization(Layer):
       gamma_initializer: default ``ones``.
       beta_regularizer: a penalty on ``beta``.
       gamma_regularizer: a penalty on ``gamma``.
-      beta_constraint: not supported (raises).
-      gamma_constraint: not supported (raises).
+      beta_constraint: a projection of ``beta`` after each optimizer update.
+      gamma_constraint: a projection of ``gamma`` after each update.
 
     Examples:
       >>> layer = GroupNormalization(groups=2)
@@ -288,9 +302,7 @@ class GroupNormalization(Layer):
         dtype: Any = None,
     ):
         super().__init__(name=name, input_shape=input_shape, dtype=dtype)
-        refuse_constraints(
-            "GroupNormalization", beta_constraint=beta_constraint, gamma_constraint=gamma_constraint
-        )
+        keep_constraints(self, beta_constraint=beta_constraint, gamma_constraint=gamma_constraint)
         if (
             isinstance(groups, bool)
             or not isinstance(groups, int)
@@ -330,6 +342,7 @@ class GroupNormalization(Layer):
                 shape=(channels,),
                 initializer=self.gamma_initializer,
                 regularizer=self.gamma_regularizer,
+                constraint=self.gamma_constraint,
                 name="gamma",
             )
         if self.center:
@@ -337,6 +350,7 @@ class GroupNormalization(Layer):
                 shape=(channels,),
                 initializer=self.beta_initializer,
                 regularizer=self.beta_regularizer,
+                constraint=self.beta_constraint,
                 name="beta",
             )
 

@@ -17,20 +17,9 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from ..errors import LayerArgumentError
 from ..regularizers import _regularizers
 from . import _activations, _args, _initializers
 from ._layer import Layer, Shape
-
-
-def _refuse(layer: str, **arguments: Any) -> None:
-    """Raises for Keras arguments phalanx does not implement, naming each one."""
-    for name, value in arguments.items():
-        if value is not None:
-            raise LayerArgumentError(
-                f"{layer}: {name}={value!r} is not supported by phalanx (constraints are not "
-                f"implemented); remove {name}= or clip the weights in a callback."
-            )
 
 
 def _dropout_rate(layer: str, what: str, value: Any) -> float:
@@ -65,6 +54,11 @@ class _Cell(Layer):
         ("recurrent_regularizer", ("recurrent_kernel",)),
         ("bias_regularizer", ("bias",)),
     )
+    _weight_constraint_paths = (
+        ("kernel_constraint", ("kernel",)),
+        ("recurrent_constraint", ("recurrent_kernel",)),
+        ("bias_constraint", ("bias",)),
+    )
 
     def __init__(
         self,
@@ -89,8 +83,8 @@ class _Cell(Layer):
     ):
         owner = type(self).__name__
         super().__init__(name=name, dtype=dtype)
-        _refuse(
-            owner,
+        _args.keep_constraints(
+            self,
             kernel_constraint=kernel_constraint,
             recurrent_constraint=recurrent_constraint,
             bias_constraint=bias_constraint,
@@ -232,9 +226,10 @@ class SimpleRNNCell(_Cell):
       kernel_regularizer: a penalty on ``kernel``.
       recurrent_regularizer: a penalty on ``recurrent_kernel``.
       bias_regularizer: a penalty on ``bias``.
-      kernel_constraint: not supported (raises).
-      recurrent_constraint: not supported (raises).
-      bias_constraint: not supported (raises).
+      kernel_constraint: a projection of ``kernel`` after each optimizer update
+        (``phalanx.constraints``), as Keras.
+      recurrent_constraint: a projection of ``recurrent_kernel`` after each update.
+      bias_constraint: a projection of ``bias`` after each update.
       dropout: the fraction of the inputs dropped in training (one mask per call).
       recurrent_dropout: the fraction of the previous state dropped in training.
       seed: an int folded into the dropout key.

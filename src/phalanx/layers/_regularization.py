@@ -133,8 +133,18 @@ class SpatialDropout1D(Dropout):
         super().__init__(rate, seed=seed, name=name)
 
     def _check_input_shape(self, input_shape: Shape) -> None:
-        layout = "(batch, steps, channels)" if self._rank == 2 else "(batch, h, w, channels)"
+        layout = {
+            2: "(batch, steps, channels)",
+            3: "(batch, h, w, channels)",
+            4: "(batch, d, h, w, channels)",
+        }[self._rank]
         self._require_rank(input_shape, self._rank, layout)
+
+    def get_config(self) -> dict:
+        """Keras's: the rate and seed (the noise shape follows from the layer)."""
+        config = super().get_config()
+        config.pop("noise_shape", None)
+        return config
 
     def _build(self, input_shape: Shape, rngs: nnx.Rngs) -> None:
         self.noise_shape = (None, *([1] * (self._rank - 1)), None)
@@ -165,6 +175,42 @@ class SpatialDropout2D(SpatialDropout1D):
             raise LayerArgumentError(
                 f"data_format={data_format!r} is not supported: SpatialDropout2D takes "
                 "'channels_last' (NHWC) inputs. Transpose with jnp.transpose(x, (0, 2, 3, 1))."
+            )
+        super().__init__(rate, seed=seed, name=name)
+
+
+class SpatialDropout3D(SpatialDropout1D):
+    """Drops whole channels of NDHWC volumes in training.
+
+    Args:
+      rate: the fraction of channels to drop, in [0, 1).
+      data_format: ``"channels_last"`` or None.
+      seed: an int folded into the call's key.
+      name: the layer's name.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> x = jnp.ones((1, 2, 2, 2, 3))
+      >>> out = SpatialDropout3D(0.5)(x, training=True, rngs=jax.random.key(0))
+      >>> bool((out == out[:, :1, :1, :1]).all())  # one mask per channel
+      True
+    """
+
+    _rank = 4
+
+    def __init__(
+        self,
+        rate: float,
+        data_format: str | None = None,
+        seed: int | None = None,
+        *,
+        name: str | None = None,
+    ):
+        if data_format not in (None, "channels_last"):
+            raise LayerArgumentError(
+                f"data_format={data_format!r} is not supported: SpatialDropout3D takes "
+                "'channels_last' (NDHWC) inputs. Transpose with "
+                "jnp.transpose(x, (0, 2, 3, 4, 1))."
             )
         super().__init__(rate, seed=seed, name=name)
 

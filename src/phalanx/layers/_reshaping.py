@@ -1,5 +1,5 @@
-"""Keras's reshaping layers: ``Flatten``, ``Reshape``, ``ZeroPadding1D/2D``, ``Cropping1D/2D``,
-``UpSampling1D/2D``.
+"""Keras's reshaping layers: ``Flatten``, ``Reshape``, ``ZeroPadding1D/2D/3D``,
+``Cropping1D/2D/3D``, ``UpSampling1D/2D/3D``.
 
 ``ZeroPadding2D(padding)`` takes Keras's three forms: an int (all sides), a
 pair ``(rows, cols)`` (symmetric), or ``((top, bottom), (left, right))``.
@@ -13,7 +13,7 @@ from typing import Any
 import jax.numpy as jnp
 
 from ..errors import LayerArgumentError
-from ._convolutional import _IMAGE, _data_format
+from ._convolutional import _IMAGE, _NDHWC_HINT, _VOLUME, _data_format, check_data_format
 from ._layer import Layer, Shape, format_shape, normalize_shape
 
 
@@ -120,6 +120,39 @@ class ZeroPadding1D(_ZeroPadding):
 
     def __init__(self, padding: Any = 1, *, name: str | None = None, input_shape: Any = None):
         super().__init__(padding, None, name=name, input_shape=input_shape)
+
+
+class ZeroPadding3D(_ZeroPadding):
+    """Pads NDHWC volumes with zeros on the three spatial axes.
+
+    Args:
+      padding: an int, ``(depth, rows, cols)``, or three ``(before, after)`` pairs;
+        default ``((1, 1), (1, 1), (1, 1))``.
+      data_format: ``"channels_last"`` or None.
+      name: the layer's name.
+      input_shape: the per-example input shape ``(depth, height, width, channels)``.
+
+    Example:
+      >>> ZeroPadding3D(((1, 2), 0, (3, 4))).compute_output_shape((5, 5, 5, 3))
+      (8, 5, 12, 3)
+    """
+
+    _axes = 3
+    _layout = _VOLUME
+
+    def __init__(
+        self,
+        padding: Any = ((1, 1), (1, 1), (1, 1)),
+        data_format: str | None = None,
+        *,
+        name: str | None = None,
+        input_shape: Any = None,
+    ):
+        check_data_format(data_format, _NDHWC_HINT)
+        try:
+            super().__init__(padding, None, name=name, input_shape=input_shape)
+        except ValueError as error:
+            raise LayerArgumentError(f"ZeroPadding3D {error}") from None
 
 
 class Flatten(Layer):
@@ -273,6 +306,36 @@ class Cropping2D(_Cropping):
         super().__init__(cropping, name=name, input_shape=input_shape)
 
 
+class Cropping3D(_Cropping):
+    """Crops the three spatial axes of NDHWC volumes.
+
+    Args:
+      cropping: an int, ``(depth, rows, cols)``, or three ``(before, after)`` pairs;
+        default ``((1, 1), (1, 1), (1, 1))``.
+      data_format: ``"channels_last"`` or None.
+      name: the layer's name.
+      input_shape: the per-example input shape ``(depth, height, width, channels)``.
+
+    Example:
+      >>> Cropping3D(((1, 2), 0, 1)).compute_output_shape((5, 5, 5, 3))
+      (2, 5, 3, 3)
+    """
+
+    _axes = 3
+    _layout = _VOLUME
+
+    def __init__(
+        self,
+        cropping: Any = ((1, 1), (1, 1), (1, 1)),
+        data_format: str | None = None,
+        *,
+        name: str | None = None,
+        input_shape: Any = None,
+    ):
+        check_data_format(data_format, _NDHWC_HINT)
+        super().__init__(cropping, name=name, input_shape=input_shape)
+
+
 _INTERPOLATIONS = ("nearest", "bilinear")
 
 
@@ -360,3 +423,46 @@ class UpSampling2D(Layer):
         n, h, w, c = x.shape
         shape = (n, h * self.size[0], w * self.size[1], c)
         return jax.image.resize(self._cast(x), shape, method="bilinear", antialias=False)
+
+
+class UpSampling3D(Layer):
+    """Scales NDHWC volumes up by repeating each voxel ``size`` times on each spatial axis.
+
+    Args:
+      size: an int or ``(depth, rows, cols)``; default ``(2, 2, 2)``.
+      data_format: ``"channels_last"`` or None.
+      name: the layer's name.
+      input_shape: the per-example input shape ``(depth, height, width, channels)``.
+
+    Example:
+      >>> UpSampling3D((1, 2, 3)).compute_output_shape((4, 4, 4, 1))
+      (4, 8, 12, 1)
+    """
+
+    def __init__(
+        self,
+        size: Any = (2, 2, 2),
+        data_format: str | None = None,
+        *,
+        name: str | None = None,
+        input_shape: Any = None,
+    ):
+        from ._convolutional import spatial_tuple
+
+        super().__init__(name=name, input_shape=input_shape)
+        check_data_format(data_format, _NDHWC_HINT)
+        self.size = spatial_tuple("UpSampling3D", size, "size", 3)
+
+    def compute_output_shape(self, input_shape: Shape) -> Shape:
+        spatial = (
+            None if d is None else d * s for d, s in zip(input_shape[:3], self.size, strict=True)
+        )
+        return (*spatial, input_shape[-1])
+
+    def _check_input_shape(self, input_shape: Shape) -> None:
+        self._require_rank(input_shape, 4, _VOLUME)
+
+    def call(self, x, *, training, rngs):
+        for axis, size in enumerate(self.size, start=1):
+            x = jnp.repeat(x, size, axis=axis)
+        return x

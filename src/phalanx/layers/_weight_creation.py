@@ -4,7 +4,7 @@ A trainable weight is an ``nnx.Param`` (``fit`` trains it), a non-trainable
 one an ``nnx.BatchStat`` (state the layer may update in ``call``, kept by
 ``fit`` as batch statistics are). Each carries its creation index
 (``keras_order``: ``weights``/``get_weights`` list them in creation order, as
-Keras), its ``name=`` and its regularizer as ``nnx`` metadata.
+Keras), its ``name=``, its regularizer and its constraint as ``nnx`` metadata.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from ..constraints import _constraints
 from ..errors import LayerArgumentError
 from ..regularizers import _regularizers
 from . import _initializers
@@ -60,12 +61,7 @@ def add_weight(
 ) -> nnx.Variable:
     """Creates the weight ``Layer.add_weight`` describes (see there)."""
     owner = type(layer).__name__
-    if constraint is not None:
-        raise LayerArgumentError(
-            f"{owner}.add_weight: constraint={constraint!r} is not supported by phalanx on "
-            "add_weight; project the weight in call instead, or use a layer's "
-            "kernel_constraint=."
-        )
+    constraint = _constraints.resolve(f"{owner}.add_weight", constraint=constraint)["constraint"]
     if overwrite_with_gradient:
         raise LayerArgumentError(
             f"{owner}.add_weight: overwrite_with_gradient=True is not supported by phalanx."
@@ -93,4 +89,6 @@ def add_weight(
     reg = _regularizers.get(regularizer)
     if reg is not None:
         metadata["regularizer"] = reg
+    if constraint is not None:  # fit projects the weight after each update (trainable only)
+        metadata["constraint"] = constraint
     return kind(value, **metadata)

@@ -86,6 +86,8 @@ def _layer_config(layer: Layer) -> dict:
             continue
         if key.endswith("_regularizer"):
             value = _regularizer_config(getattr(layer, key))
+        elif key.endswith("_constraint"):
+            value = _constraint_config(layer, key, value)
         elif key.endswith("_initializer") and not isinstance(value, str):
             continue  # a function: Keras's default (the weights come from the file)
         config[key] = value
@@ -109,6 +111,17 @@ def _regularizer_config(regularizer: Any) -> Any:
         "config": get_config(),
         "registered_name": None,
     }
+
+
+def _constraint_config(layer: Layer, key: str, value: Any) -> Any:
+    """``get_config``'s serialized constraint, when it is one of Keras's (else refused)."""
+    if value is None or (isinstance(value, dict) and value.get("module") == "keras.constraints"):
+        return value
+    raise KerasFileError(
+        f"Layer '{layer.name}' has {key}={value!r}, a constraint of one's own: Keras files "
+        "hold Keras's constraints only (MaxNorm, MinMaxNorm, NonNeg, UnitNorm). Save the "
+        "weights (save_weights) and build the model in Python."
+    )
 
 
 def _layer_entry(layer: Layer, inbound: list | None) -> dict:

@@ -106,6 +106,17 @@ def _refuse_nested(model: Any) -> None:
             "write Keras files of nested models yet. Save each model's weights on its own, or "
             "use save_weights('m.npz')."
         )
+    _refuse_wrappers(model)
+
+
+def _refuse_wrappers(model: Any) -> None:
+    wrappers = [layer.name for layer in model.layers if getattr(layer, "_no_keras_files", False)]
+    if wrappers:
+        raise KerasFileError(
+            f"Model {model.name!r} holds wrapper layers ({wrappers}) that phalanx does not write or read "
+            "in Keras files yet (Keras nests the wrapped layer's weights in its own group). Use "
+            "save_weights('m.npz'), or a checkpoint."
+        )
 
 
 def save_weights(model: Any, path: Any, *, optimizer: list | None = None) -> None:
@@ -197,6 +208,7 @@ def open_file(path: Any, what: str) -> Any:
 
 def load_h5(model: Any, data: bytes, where: str) -> None:
     h5py = _h5py()
+    _refuse_wrappers(model)
     try:
         f = h5py.File(io.BytesIO(data), "r")
     except OSError as e:

@@ -20,6 +20,7 @@ import optax
 from .. import losses as _losses
 from .. import metrics as _metrics
 from .. import optimizers as _optimizers
+from ..constraints import _constraints
 from ..errors import CompileArgumentError
 from ..mixed_precision import _policy as _mixed_precision
 from ..optimizers._keras_scalars import KerasFloat, KerasInt
@@ -122,7 +123,10 @@ class OptimizerHandle:
         updates, optimizer_variables = self._model._config.tx.update(
             grads, optimizer_variables, trainable_variables
         )
-        return optax.apply_updates(trainable_variables, updates), optimizer_variables
+        trainable_variables = optax.apply_updates(trainable_variables, updates)
+        step_config = getattr(self._model, "_step_config", None)
+        constraints = () if step_config is None else step_config.constraints
+        return _constraints.apply(constraints, trainable_variables), optimizer_variables
 
     @property
     def iterations(self) -> int:

@@ -266,15 +266,34 @@ class PartOptimizers:
     def __init__(self, optimizers: dict):
         from ..optimizers import _optimizers
 
-        self.optimizers = {k: _optimizers.get(v) for k, v in optimizers.items()}
+        self.optimizers = {k: _Part(_optimizers.get(v), k, self) for k, v in optimizers.items()}
         self.name = "part_optimizers"
+        self._model: Any = None
+
+    def _bind_model(self, model: Any) -> None:
+        """Binds each part's optimizer to ``model`` (its ``iterations``; the constraints its
+        ``stateless_apply`` applies)."""
+        import weakref
+
+        self._model = weakref.ref(model)
+        for part in self.optimizers.values():
+            bind = getattr(part.optimizer, "_bind_model", None)
+            if bind is not None:
+                bind(model)
+
+    def constraints(self) -> tuple:
+        """The model's weight constraints (none before its state exists)."""
+        model = None if self._model is None else self._model()
+        config = getattr(model, "_step_config", None)
+        return () if config is None else config.constraints
 
     def to_optax(self) -> Any:
         """The optax transformation: each part's optimizer on its part of the tree."""
         import optax
 
         def txs():
-            return {k: getattr(o, "to_optax", lambda o=o: o)() for k, o in self.optimizers.items()}
+            parts = {k: p.optimizer for k, p in self.optimizers.items()}
+            return {k: getattr(o, "to_optax", lambda o=o: o)() for k, o in parts.items()}
 
         def init(params):
             self._check_parts(params)
@@ -304,6 +323,32 @@ class PartOptimizers:
 
     def __repr__(self) -> str:
         return f"PartOptimizers({self.optimizers!r})"
+
+
+class _Part:
+    """``optimizer.optimizers[part]``: the part's optimizer, whose ``stateless_apply`` also
+    projects the part's constrained weights, as Keras 3's optimizer does after each update."""
+
+    def __init__(self, optimizer: Any, part: str, owner: PartOptimizers):
+        self.optimizer = optimizer
+        self._part = part
+        self._owner = owner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.optimizer, name)
+
+    def stateless_apply(self, optimizer_variables: Any, grads: Any, trainable_variables: Any):
+        """The part's optimizer's ``stateless_apply``, then the part's weight constraints."""
+        from ..constraints import _constraints
+
+        trainable, optimizer_variables = self.optimizer.stateless_apply(
+            optimizer_variables, grads, trainable_variables
+        )
+        constraints = self._owner.constraints()
+        return _constraints.apply(constraints, trainable, (self._part,)), optimizer_variables
+
+    def __repr__(self) -> str:
+        return repr(self.optimizer)
 
 
 # -- Keras's default steps, in the override's form ------------------------------

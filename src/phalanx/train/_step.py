@@ -43,6 +43,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from .. import _compilation_cache
+from ..constraints import _constraints
 from ..distribute._run import check_vma, is_varying
 from ..mixed_precision import _policy as _mixed_precision
 from ..regularizers import _regularizers
@@ -113,6 +114,9 @@ class StepConfig:
     # weighted_metrics, each output's loss); False (metrics=, and when not given) masks
     # only the padding.
     weighted_metrics: tuple = ()
+    # ((path of a trained weight in the state, constraint), ...): Keras 3's optimizer
+    # projects each constrained weight right after every update (BaseOptimizer.apply).
+    constraints: tuple = ()
 
 
 def module_call_style(module: nnx.Module) -> dict[str, bool]:
@@ -284,9 +288,11 @@ def train_step(config: StepConfig, state: TrainState, batch) -> TrainState:
 
 
 def apply_gradients(config: StepConfig, state: TrainState, grads) -> TrainState:
-    """The optimizer's update of ``state.params`` by ``grads``; one more step counted."""
+    """The optimizer's update of ``state.params`` by ``grads``, then the weights' constraints
+    (Keras 3's ``BaseOptimizer.apply``); one more step counted."""
     updates, opt_state = config.optimizer.update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
+    params = _constraints.apply(config.constraints, params)
     return state._replace(params=params, opt_state=opt_state, step=state.step + 1)
 
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import optimizers as _optimizers
 from .._random import model_seed
+from ..constraints import _constraints
 from ..distribute import get_strategy
 from ..errors import (
     CompileArgumentError,
@@ -388,6 +389,7 @@ class Trainer(StatelessMethods):
             compute_dtype=_compute_dtype(self._strategy),
             trainable=trainable,
             regularized=_regularizers.has_regularizers(module),
+            constraints=_constraints.constrained_paths(module),
             **style,
         )
         # An overridden step carries model.metrics (Keras's: the loss tracker first).
