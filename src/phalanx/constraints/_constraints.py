@@ -14,8 +14,8 @@ A layer names its constrained weights in ``_weight_constraint_paths``
 (``(("kernel_constraint", ("linear", "kernel")), ...)``, the attribute that
 holds the constraint and the path of the weight in the layer);
 ``add_weight(constraint=)`` keeps it in the weight's metadata.
-:func:`constrained_paths` finds them all in a model, by the weight's path in
-the model's state; :func:`apply` projects a state's weights at those paths.
+`constrained_paths` finds them all in a model, by the weight's path in
+the model's state; `apply` projects a state's weights at those paths.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ class Constraint:
     Subclass it and override ``__call__`` (a pure function of the weight,
     traced inside the compiled step) and ``get_config``.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> class Clip(Constraint):
       ...     def __call__(self, w):
@@ -104,7 +104,7 @@ class MaxNorm(Constraint):
       axis: the axis (or axes) of the norm: 0 for a Dense kernel ``(in, out)``
         (each unit's incoming weights), ``[0, 1, 2]`` for a Conv2D kernel.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> MaxNorm(2.0)(jnp.array([[3.0], [0.0]])).round(4).tolist()
       [[2.0], [0.0]]
@@ -128,7 +128,7 @@ class MaxNorm(Constraint):
 class NonNeg(Constraint):
     """Sets the negative weights to 0.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> NonNeg()(jnp.array([-1.0, 2.0])).tolist()
       [0.0, 2.0]
@@ -142,9 +142,9 @@ class UnitNorm(Constraint):
     """Divides each slice along ``axis`` by its L2 norm (``w / (1e-7 + norm)``, as Keras).
 
     Args:
-      axis: the axis (or axes) of the norm, as :class:`MaxNorm`'s.
+      axis: the axis (or axes) of the norm, as `MaxNorm`'s.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> [round(float(v), 4) for v in UnitNorm()(jnp.array([[3.0], [4.0]]))[:, 0]]
       [0.6, 0.8]
@@ -171,9 +171,9 @@ class MinMaxNorm(Constraint):
       min_value: the smallest norm.
       max_value: the largest norm.
       rate: 1.0 enforces the bounds at once; below 1 moves toward them each step.
-      axis: the axis (or axes) of the norm, as :class:`MaxNorm`'s.
+      axis: the axis (or axes) of the norm, as `MaxNorm`'s.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> [round(float(v), 4) for v in MinMaxNorm(1.0, 2.0)(jnp.array([[0.3], [0.4]]))[:, 0]]
       [0.6, 0.8]
@@ -242,7 +242,7 @@ def get(identifier: Any) -> Any:
     Raises:
       ConstraintError: an unknown name or config, or something not callable.
 
-    Example:
+    Examples:
       >>> get("max_norm")
       MaxNorm(max_value=2, axis=0)
       >>> get({"class_name": "UnitNorm", "config": {"axis": 1}})
@@ -267,7 +267,7 @@ def get(identifier: Any) -> Any:
 def serialize(constraint: Any) -> dict | None:
     """Keras's ``constraints.serialize``: ``{"module", "class_name", "config", "registered_name"}``.
 
-    Example:
+    Examples:
       >>> serialize(MaxNorm(3.0))["config"]
       {'max_value': 3.0, 'axis': 0}
     """
@@ -295,7 +295,7 @@ def deserialize(config: Any, custom_objects: dict | None = None) -> Constraint:
       config: a ``serialize`` dict (or a name).
       custom_objects: ``{class name: class}`` for constraints of one's own.
 
-    Example:
+    Examples:
       >>> deserialize({"class_name": "NonNeg", "config": {}})
       NonNeg()
     """
@@ -378,7 +378,7 @@ def apply(constraints: Sequence[tuple[tuple, Any]], params: Any, prefix: tuple =
     """``params`` with each weight at a constrained path projected (Keras: after each update).
 
     Args:
-      constraints: :func:`constrained_paths`' pairs.
+      constraints: `constrained_paths`' pairs.
       params: the trained weights (an ``nnx.State`` or the same tree of arrays).
       prefix: the path of ``params`` in the model's state (one part of a model).
     """

@@ -220,7 +220,7 @@ class Conv3DTranspose(ConvTranspose):
     """A transposed 3-D convolution over NDHWC volumes (arguments on ``ConvTranspose``),
     Keras 3's output sizes and kernel layout ``(kd, kh, kw, filters, in)``.
 
-    Example:
+    Examples:
       >>> Conv3DTranspose(4, 3, strides=2, padding="same").build((None, 3, 4, 5, 2))
       (6, 8, 10, 4)
     """

@@ -354,7 +354,7 @@ class Conv3D(Conv):
     ``strides`` and ``dilation_rate`` are ints or triples ``(depth, height,
     width)``, kept as triples; ``input_shape`` is ``(depth, height, width, channels)``.
 
-    Example:
+    Examples:
       >>> layer = Conv3D(8, 3, activation="relu")
       >>> layer.build((6, 6, 6, 2))
       (4, 4, 4, 8)

@@ -188,7 +188,7 @@ class SpatialDropout3D(SpatialDropout1D):
       seed: an int folded into the call's key.
       name: the layer's name.
 
-    Example:
+    Examples:
       >>> import jax, jax.numpy as jnp
       >>> x = jnp.ones((1, 2, 2, 2, 3))
       >>> out = SpatialDropout3D(0.5)(x, training=True, rngs=jax.random.key(0))

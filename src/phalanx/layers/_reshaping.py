@@ -24,6 +24,8 @@ def _pads(padding: Any, axes: int) -> tuple[tuple[int, int], ...]:
         f"(before, after); got {padding!r}."
     )
     if isinstance(padding, int):
+        if padding < 0:
+            raise error
         return ((padding, padding),) * axes
     try:
         items = tuple(padding)
@@ -132,7 +134,7 @@ class ZeroPadding3D(_ZeroPadding):
       name: the layer's name.
       input_shape: the per-example input shape ``(depth, height, width, channels)``.
 
-    Example:
+    Examples:
       >>> ZeroPadding3D(((1, 2), 0, (3, 4))).compute_output_shape((5, 5, 5, 3))
       (8, 5, 12, 3)
     """
@@ -316,7 +318,7 @@ class Cropping3D(_Cropping):
       name: the layer's name.
       input_shape: the per-example input shape ``(depth, height, width, channels)``.
 
-    Example:
+    Examples:
       >>> Cropping3D(((1, 2), 0, 1)).compute_output_shape((5, 5, 5, 3))
       (2, 5, 3, 3)
     """
@@ -434,7 +436,7 @@ class UpSampling3D(Layer):
       name: the layer's name.
       input_shape: the per-example input shape ``(depth, height, width, channels)``.
 
-    Example:
+    Examples:
       >>> UpSampling3D((1, 2, 3)).compute_output_shape((4, 4, 4, 1))
       (4, 8, 12, 1)
     """

@@ -65,7 +65,7 @@ class SpectralNormalization(Layer):
       LayerArgumentError: ``power_iterations`` <= 0, or a ``layer`` that is not a
         phalanx layer; at build, a layer without a kernel or embeddings.
 
-    Example:
+    Examples:
       >>> import jax.numpy as jnp
       >>> from phalanx.layers import Conv2D, SpectralNormalization, Dense
       >>> SpectralNormalization(Conv2D(2, 2))(jnp.ones((1, 10, 10, 1))).shape
@@ -175,7 +175,7 @@ class SpectralNormalization(Layer):
 
     @classmethod
     def from_config(cls, config: dict) -> SpectralNormalization:
-        """Rebuilds the wrapper from :meth:`get_config` (the layer by its phalanx class name)."""
+        """Rebuilds the wrapper from `get_config` (the layer by its phalanx class name)."""
         from .. import layers as _layers  # the public layers, by class name
 
         config = dict(config)
