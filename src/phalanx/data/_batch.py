@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DatasetArgumentError, DatasetTypeError, PaddingError, StructureMismatchError
+from ..io._composite import RaggedTensor, RaggedTensorSpec, SparseTensor, SparseTensorSpec
 from . import _index_batches as fp
 from . import _structure as st
 from ._dataset import Dataset, check_bool, check_positive
@@ -279,10 +280,14 @@ class _PaddedBatchIterator(_BatchIterator):
         return self.ds._pad(elements, (self.n - 1) * self.b)
 
 
-def _rows(element: Any) -> int:
-    if any(isinstance(a, st.COMPOSITES) for a in st.flatten(element)):
-        st.refuse_composites(st.spec_of(element), "unbatch/rebatch", st._TO_DENSE)
-    leads = {np.shape(a)[0] if np.ndim(a) else None for a in st.flatten(element)}
+def _rows(element: Any, unbatch: bool = False) -> int:
+    leaves = st.flatten(element)
+    if any(isinstance(a, st.COMPOSITES) for a in leaves):
+        if not unbatch:
+            st.refuse_composites(st.spec_of(element), "rebatch", st._TO_DENSE)
+        leads = {_lead(a) for a in leaves}
+    else:
+        leads = {np.shape(a)[0] if np.ndim(a) else None for a in leaves}
     if None in leads or len(leads) != 1:
         shapes = [np.shape(a) for a in st.flatten(element)]
         raise StructureMismatchError(
@@ -290,6 +295,34 @@ def _rows(element: Any) -> int:
             "Batch them together, or slice them to one length."
         )
     return leads.pop()
+
+
+def _lead(a: Any) -> int | None:
+    if isinstance(a, SparseTensor):
+        return int(a.dense_shape[0]) if len(a.dense_shape) else None
+    if isinstance(a, RaggedTensor):
+        return a.nrows()
+    return np.shape(a)[0] if np.ndim(a) else None
+
+
+def _row(a: Any, i: int) -> Any:
+    """Row ``i`` of a batch component: an array's, a RaggedTensor's (a dense array when it
+    has one ragged dimension) or a SparseTensor's (a SparseTensor one rank lower)."""
+    if isinstance(a, SparseTensor):
+        keep = a.indices[:, 0] == i
+        return SparseTensor(a.indices[keep, 1:], a.values[keep], a.dense_shape[1:])
+    return a[i]
+
+
+def _unbatched_spec(s: Any) -> Any:
+    shape = None if s.shape is None else s.shape[1:]
+    if isinstance(s, RaggedTensorSpec):
+        if s.ragged_rank == 1:  # a row of one ragged dimension is a plain array
+            return TensorSpec(shape, s.dtype)
+        return RaggedTensorSpec(shape, s.dtype, s.ragged_rank - 1, s.row_splits_dtype)
+    if isinstance(s, SparseTensorSpec):
+        return SparseTensorSpec(shape, s.dtype)
+    return TensorSpec(shape, s.dtype)
 
 
 class UnbatchDataset(Dataset):
@@ -313,10 +346,7 @@ class UnbatchDataset(Dataset):
         return UNKNOWN_CARDINALITY
 
     def _compute_spec(self):
-        return st.map_structure(
-            lambda s: TensorSpec(None if s.shape is None else s.shape[1:], s.dtype),
-            self._input.element_spec,
-        )
+        return st.map_structure(_unbatched_spec, self._input.element_spec)
 
 
 class RebatchDataset(Dataset):
@@ -383,6 +413,7 @@ class _RebatchIterator(DatasetIterator):
         self.cycle = 0
         self.cur: Any = None
         self.rows = self.off = 0
+        self.composite = False
         self.snap = _safe_state(child)
 
     def _advance(self) -> bool:
@@ -392,7 +423,10 @@ class _RebatchIterator(DatasetIterator):
         except StopIteration:
             self.cur = None
             return False
-        self.rows, self.off = _rows(self.cur), 0
+        self.rows, self.off = _rows(self.cur, self.unbatch), 0
+        self.composite = self.unbatch and any(
+            isinstance(a, st.COMPOSITES) for a in st.flatten(self.cur)
+        )
         return True
 
     def __next__(self):
@@ -401,6 +435,8 @@ class _RebatchIterator(DatasetIterator):
                 if not self._advance():
                     raise StopIteration
             self.off += 1
+            if self.composite:
+                return st.map_structure(lambda a: _row(a, self.off - 1), self.cur)
             return st.map_structure(lambda a: a[self.off - 1], self.cur)
         target = self.sizes[self.cycle % len(self.sizes)]
         if target == 0:  # tf.data: an empty batch, without reading the input
