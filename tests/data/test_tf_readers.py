@@ -17,6 +17,7 @@ from phalanx.data import (
     AUTOTUNE,
     Dataset,
     FixedLenFeature,
+    FixedLenSequenceFeature,
     RaggedFeature,
     RaggedTensorSpec,
     SparseFeature,
@@ -218,3 +219,33 @@ def test_make_tf_record_dataset_with_parse_example_dataset(pattern, tmp_path):
     out = ds.apply(parse_example_dataset(FEATURES))
     assert next(_dump(x) for x in out) == FIRST
     assert os.path.exists(path)
+
+
+def test_parse_example_dataset_specs_of_partitions_sequences_and_strings_as_tf():
+    R = RaggedFeature
+    ds = Dataset.from_tensor_slices(np.array([b""], object)).batch(1)
+    cases = [  # TF 2.21's element_spec for each
+        (
+            R("int64", value_key="v", partitions=[R.RowLengths("l"), R.UniformRowLength(2)]),
+            RaggedTensorSpec((None, None, None, 2), np.int64, 2, np.int32),
+        ),
+        (
+            R("int64", value_key="v", partitions=[R.UniformRowLength(3), R.RowLengths("l")]),
+            RaggedTensorSpec((None, None, 3, None), np.int64, 3, np.int32),
+        ),
+        (
+            R("float32", value_key="v", partitions=[R.RowSplits("l")], row_splits_dtype="int64"),
+            RaggedTensorSpec((None, None, None), np.float32, 2, np.int64),
+        ),
+        (
+            FixedLenSequenceFeature([2], "float32", allow_missing=True),
+            TensorSpec((None, None, 2), np.float32),
+        ),
+        (
+            SparseFeature(["a", "b"], "v", "float32", [4, 5]),
+            SparseTensorSpec((None, 4, 5), np.float32),
+        ),
+        (VarLenFeature("string"), SparseTensorSpec((None, None), object)),
+    ]
+    for feature, expected in cases:
+        assert ds.apply(parse_example_dataset({"f": feature})).element_spec == {"f": expected}
