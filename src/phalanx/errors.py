@@ -250,8 +250,14 @@ class StructureMismatchError(PhalanxError, TypeError):
 
 
 class DatasetFunctionError(PhalanxError, ValueError):
-    """A function given to a ``Dataset`` transformation raised ``StopIteration`` (tf.data:
-    ``InvalidArgumentError``); it would otherwise end the dataset silently."""
+    """A function given to a ``Dataset`` transformation raised ``StopIteration`` (it would
+    otherwise end the dataset silently) or returned an element without arrays (only ``None``
+    components); tf.data raises ``InvalidArgumentError`` for both."""
+
+
+class AlreadyExistsError(PhalanxError, FileExistsError):
+    """A second iterator started writing a file cache that another is writing (tf.data's
+    ``AlreadyExistsError``: the cache's lock file exists)."""
 
 
 class GeneratorSignatureError(PhalanxError, TypeError):

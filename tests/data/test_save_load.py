@@ -65,7 +65,9 @@ def test_unsupported_arguments_and_bad_folders_raise(tmp_path):
     with pytest.raises(DatasetArgumentError, match="holds no saved dataset"):
         Dataset.load(tmp_path / "nothing")
     Dataset.range(2).save(tmp_path / "b")
-    with pytest.raises(DatasetArgumentError, match="reader_func is not supported"):
-        Dataset.load(tmp_path / "b", reader_func=lambda datasets: datasets)
+    with pytest.raises(DatasetTypeError, match="reader_func must return a Dataset"):
+        Dataset.load(tmp_path / "b", reader_func=lambda datasets: [])
+    with pytest.raises(DatasetTypeError, match="reader_func must be a function"):
+        Dataset.load(tmp_path / "b", reader_func=3)
     with pytest.raises(DatasetArgumentError, match="does not match"):
         Dataset.load(tmp_path / "b", element_spec=(TensorSpec((), np.int64),) * 2)

@@ -165,8 +165,8 @@ def test_host_batches_without_fetch_to_device(mirrored8):
     dist = mirrored8.experimental_distribute_dataset(
         ds, InputOptions(experimental_fetch_to_device=False)
     )
-    first = next(iter(dist))
-    assert isinstance(first[0], np.ndarray)
+    first = next(iter(dist))  # one host array per replica, as TF (test_input_host_batches.py)
+    assert isinstance(first[0], phalanx.PerReplica) and isinstance(first[0].values, np.ndarray)
 
 
 def test_iterator_state_resumes_exactly(mirrored8):

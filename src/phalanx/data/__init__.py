@@ -42,6 +42,7 @@ from ._record_datasets import TextLineDataset as TextLineDataset
 from ._record_datasets import TFRecordDataset as TFRecordDataset
 from ._shard import auto_shard as auto_shard
 from ._sources import FileSourceDataset as FileSourceDataset
+from ._structure import NoneTensorSpec as NoneTensorSpec
 from ._structure import TensorSpec as TensorSpec
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "DistributeOptions",
     "FileSourceDataset",
     "Iterator",
+    "NoneTensorSpec",
     "Options",
     "TensorSpec",
     "ThreadingOptions",

@@ -119,6 +119,12 @@ class PaddedBatchDataset(Dataset):
         spec = input_dataset.element_spec
         tdef = st.treedef(spec)
         flat_spec = st.flatten(spec)
+        if st.has_none(tdef):
+            raise DatasetTypeError(
+                f"padded_batch: the elements {spec!r} have a None component (NoneTensorSpec), "
+                "which has no shape to pad; tf.data refuses it too (TypeError). Drop it first, "
+                "e.g. ds.map(lambda x, _: x).padded_batch(...), or use batch."
+            )
         if padded_shapes is None:
             for j, s in enumerate(flat_spec):
                 if s.shape is None:

@@ -16,6 +16,13 @@ strings in ``object`` arrays (records of ``TFRecordDataset``, lines of
 pickled; other ``object`` elements are refused. A file that cannot be read as
 a complete cache is ignored and rewritten.
 
+As tf.data, one iterator at a time writes a file cache: the first call of a
+writing iterator's ``next`` takes the cache's lock (``path + ".lockfile"`` on a
+local disk, and a registry in this process for every path), and a second writer
+raises ``AlreadyExistsError`` until the first completes the file, is closed or is
+garbage-collected. A lock file left by a process of this machine that no longer
+runs is taken over (TensorFlow asks for it to be deleted by hand).
+
 When the elements are in memory already (``from_tensor_slices``, ``range``),
 an in-memory ``cache()`` has nothing to save and passes them through, so the
 pipeline keeps its vectorized batch path. Once filled, a cache whose elements
@@ -25,13 +32,18 @@ after it gather by index.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
+import threading
+import time
 import warnings
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from ..errors import AlreadyExistsError
 from ..io import _fs
 from . import _structure as st
 from ._dataset import Dataset
@@ -114,7 +126,10 @@ class CacheDataset(Dataset):
             return
         store = _to_access(elements)
         if self._path:
-            _save(self._path, elements, store)
+            tdefs = {st.treedef(e) for e in elements}
+            # elements of unlike structures: an object component holding None (a leaf there)
+            tdef = next(iter(tdefs), "first") if len(tdefs) <= 1 else st.treedef(self.element_spec)
+            _save(self._path, elements, store, tdef=tdef)
         self._store = store
 
     def _cardinality(self) -> int:
@@ -135,13 +150,16 @@ class _FillIterator(DatasetIterator):
         # without waiting for its end (a file cache waits for the end, as TF's).
         self.complete_at = -1 if ds._path else ds._input._cardinality()
 
+        self.lock: _WriterLock | None = None
+
     def __next__(self):
+        if self.lock is None and self.elements is not None and self.ds._path:
+            self.lock = _WriterLock.take(self.ds._path)
         try:
             x = next(self.child)
         except StopIteration:
             if self.elements is not None:
-                self.ds._finish(self.elements)
-                self.elements = None
+                self._finish()
             raise
         if self.elements is not None:
             if not self.elements and self.ds._path:  # the file holds dense arrays only
@@ -150,12 +168,27 @@ class _FillIterator(DatasetIterator):
                 )
             self.elements.append(x)
             if len(self.elements) == self.complete_at:
-                self.ds._finish(self.elements)
-                self.elements = None
+                self._finish()
         return x
+
+    def _finish(self) -> None:
+        try:
+            self.ds._finish(self.elements)
+        finally:
+            self.elements = None
+            self._unlock()
+
+    def _unlock(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
 
     def children(self):
         return [self.child]
+
+    def close(self) -> None:
+        self._unlock()  # an abandoned pass: another iterator may write the cache now
+        super().close()
 
     def get_state(self):
         return {"i": len(self.elements) if self.elements is not None else -1}
@@ -169,16 +202,112 @@ class _FillIterator(DatasetIterator):
             pass
 
 
-def _save(path: str, elements: list[Any], store: RandomAccess, compressed: bool = False) -> None:
+class _WriterLock:
+    """The right to write one file cache, held by one iterator at a time (tf.data's lock file)."""
+
+    _held: ClassVar[set[str]] = set()  # the caches being written by iterators of this process
+    _guard = threading.Lock()
+
+    def __init__(self, key: str, lockfile: str | None):
+        self.key, self.lockfile = key, lockfile
+
+    @classmethod
+    def take(cls, path: str) -> _WriterLock:
+        local = _fs.os_path(path)
+        key = os.path.abspath(local) if local is not None else path
+        lockfile = None if local is None else key + ".lockfile"
+        with cls._guard:
+            if key in cls._held:
+                raise AlreadyExistsError(
+                    _concurrent(path, "another iterator of this process (it holds the lock file)")
+                )
+            if lockfile is not None:
+                _create_lockfile(path, lockfile)
+            cls._held.add(key)
+        return cls(key, lockfile)
+
+    def release(self) -> None:
+        with self._guard:
+            self._held.discard(self.key)
+            if self.lockfile is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(self.lockfile)
+
+
+def _create_lockfile(path: str, lockfile: str) -> None:
+    info = f"Created at: {int(time.time())} by process {os.getpid()} on {socket.gethostname()}"
+    os.makedirs(os.path.dirname(lockfile), exist_ok=True)  # as the cache's own write does
+    for _ in range(2):
+        try:
+            fd = os.open(lockfile, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            if not _stale(lockfile):
+                holder = f"another iterator ({_read_text(lockfile)!r})"
+                raise AlreadyExistsError(_concurrent(path, holder, lockfile)) from None
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(lockfile)
+            continue
+        with os.fdopen(fd, "w") as f:
+            f.write(info)
+        return
+    raise AlreadyExistsError(_concurrent(path, "another iterator", lockfile))
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read(200)
+    except OSError:
+        return ""
+
+
+def _stale(lockfile: str) -> bool:
+    """Whether ``lockfile`` was left by a process of this machine that no longer runs."""
+    words = _read_text(lockfile).split()
+    if len(words) < 8 or words[-2] != "on" or words[-1] != socket.gethostname():
+        return False
+    try:
+        os.kill(int(words[-3]), 0)
+    except ProcessLookupError:
+        return True
+    except (ValueError, PermissionError):
+        return False
+    return False
+
+
+def _concurrent(path: str, holder: str, lockfile: str | None = None) -> str:
+    unlock = (
+        f" If no running pipeline uses this cache, delete the lock file {lockfile!r}."
+        if lockfile
+        else ""
+    )
+    return (
+        f"cache({path!r}): {holder} is writing this cache now; two iterators cannot fill one "
+        "file cache at once (tf.data raises AlreadyExistsError too). Let the first finish its "
+        "pass (or close it) before iterating again, or give each pipeline its own filename."
+        + unlock
+    )
+
+
+def _save(
+    path: str,
+    elements: list[Any],
+    store: RandomAccess,
+    compressed: bool = False,
+    tdef: Any = "first",
+) -> None:
+    """Write ``elements`` (as ``store`` holds them) to ``path``; ``tdef`` is the structure of
+    the dataset's ``element_spec`` (an object component holding ``None`` is a leaf there)."""
     arrays: dict[str, np.ndarray] = {}
     if isinstance(store, ArraysAccess):
         for j, a in enumerate(store.leaves):
             arrays[f"leaf_{j}"] = a
         tdef = store.tdef
     else:
-        tdef = st.treedef(elements[0]) if elements else st.LEAF
+        if tdef == "first" or not elements:
+            tdef = st.treedef(elements[0]) if elements else st.LEAF
         for i, e in enumerate(elements):
-            for j, a in enumerate(st.flatten(e)):
+            for j, a in enumerate(st.flatten_up_to(tdef, e)):
                 arrays[f"e{i}_{j}"] = np.asarray(a)
     strings = [name for name, a in arrays.items() if a.dtype == object]
     for name in strings:
@@ -188,7 +317,7 @@ def _save(path: str, elements: list[Any], store: RandomAccess, compressed: bool 
         "count": len(elements),
         "stacked": isinstance(store, ArraysAccess),
         "treedef": st.encode_treedef(tdef),
-        "leaves": len(st.flatten(elements[0])) if elements else 0,
+        "leaves": st.num_leaves(tdef) if elements else 0,
         "bytes": strings,
         "as_arrays": store.as_arrays if isinstance(store, ArraysAccess) else [],
     }

@@ -115,7 +115,7 @@ class Dataset:
     def element_spec(self) -> Any:
         """The nest of ``TensorSpec`` that every element matches (``None`` dims vary)."""
         if "_spec" not in self.__dict__:
-            self._spec = self._compute_spec()
+            self._spec = st.public_spec(self._compute_spec())
         return self._spec
 
     def cardinality(self) -> int:
@@ -282,8 +282,8 @@ class Dataset:
     ) -> Dataset:
         """The dataset that ``Dataset.save`` wrote to ``path`` (tf.data's ``load``).
 
-        phalanx's own format (``phalanx/data/_save.py``); the shards are read in order.
-        ``reader_func`` is not supported.
+        phalanx's own format (``phalanx/data/_save.py``); the shards are read in order, or
+        as ``reader_func(shards)`` makes them (``shards``: a dataset of one dataset per shard).
 
         Examples:
           >>> import os, tempfile
@@ -581,6 +581,34 @@ class Dataset:
                 f"{type(filename).__name__} {filename!r}; e.g. cache('/tmp/train_cache')."
             )
         return CacheDataset(self, filename)
+
+    @_takes_name
+    def snapshot(
+        self,
+        path: Any,
+        compression: str | None = "AUTO",
+        reader_func: Callable[[Dataset], Dataset] | None = None,
+        shard_func: Callable[..., Any] | None = None,
+    ) -> Dataset:
+        """Save the first complete pass to the folder ``path``; later passes read it (tf.data's
+        ``snapshot``).
+
+        The folder holds ``Dataset.save``'s format under a fingerprint of the pipeline
+        (``phalanx/data/_snapshot.py``). ``compression`` is ``"AUTO"`` (uncompressed),
+        ``"GZIP"`` or None; ``shard_func(element)`` picks each element's shard (an int >= 0);
+        ``reader_func(shards)`` reads them back (default: ``shards.interleave(lambda x: x,
+        cycle_length=os.cpu_count())``, as TF).
+
+        Example:
+          >>> import os, tempfile
+          >>> path = os.path.join(tempfile.mkdtemp(), "snap")
+          >>> ds = Dataset.range(3).map(lambda x: x * 2).snapshot(path)
+          >>> [int(x) for x in ds], [int(x) for x in ds]  # written, then read back
+          ([0, 2, 4], [0, 2, 4])
+        """
+        from ._snapshot import SnapshotDataset
+
+        return SnapshotDataset(self, path, compression, reader_func, shard_func)
 
     @_takes_name
     def prefetch(self, buffer_size: int) -> Dataset:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import (
+    DatasetFunctionError,
     DatasetTypeError,
     NotCheckpointableError,
     StructureMismatchError,
@@ -63,6 +64,12 @@ class _Mapper:
         out = st.normalize(raw)
         tdef = st.treedef(out)
         if self.tdef == "unset":
+            if not st.num_leaves(tdef):
+                raise DatasetFunctionError(
+                    f"{self.name}: the function returned {raw!r:.60}, an element without arrays "
+                    "(None components only); tf.data refuses it too (InvalidArgumentError). "
+                    "Return at least one array, e.g. (x, None) rather than None."
+                )
             self.tdef = tdef
         elif tdef != self.tdef:
             raise StructureMismatchError(
@@ -138,8 +145,9 @@ class MapDataset(Dataset):
         y = _Mapper(self._fn)(x)
         spec = st.spec_of(y)
         in_spec = st.flatten(self._input.element_spec)
-        lead = np.shape(st.flatten(x)[0])[:1]
-        if in_spec and in_spec[0].shape and in_spec[0].shape[0] is None and lead:
+        first = getattr(in_spec[0], "shape", None) if in_spec else None  # a window: DatasetSpec
+        lead = np.shape(st.flatten(x)[0])[:1] if first else ()
+        if first and first[0] is None and lead:
 
             def relax(s):
                 return st.with_leading_none(s) if s.shape and s.shape[:1] == lead else s

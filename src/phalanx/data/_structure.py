@@ -3,6 +3,9 @@
 An element is a numpy array (or numpy scalar) or a nest of tuples, namedtuples
 and dicts of them, as in tf.data. Lists are leaves: like ``tf.convert_to_tensor``
 they become one array. Dict leaves are ordered by sorted key, as ``tf.nest``.
+``None`` is a component without arrays (tf.data's ``NoneTensorSpec``): a node of
+the structure with no leaves, so every transformation passes it through as it is
+(``jax.tree`` treats ``None`` the same way).
 """
 
 from __future__ import annotations
@@ -31,6 +34,35 @@ from ..io._composite import (
 COMPOSITES = (SparseTensor, RaggedTensor)
 
 LEAF = None  # the tree definition of a single leaf
+NONE = ("None",)  # the tree definition of a None component: no leaves (TF's NoneTensorSpec)
+
+
+class NoneTensorSpec:
+    """The spec of a ``None`` component, like TensorFlow's ``NoneTensorSpec``.
+
+    A ``None`` component holds no arrays: batching, caching, shuffling ... pass
+    it through, and iterating yields ``None`` there.
+
+    Example:
+        >>> from phalanx.data import Dataset
+        >>> Dataset.from_tensors((1, None)).element_spec[1]
+        NoneTensorSpec()
+    """
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NoneTensorSpec)
+
+    def __hash__(self) -> int:
+        return hash(NoneTensorSpec)
+
+    def __repr__(self) -> str:
+        return "NoneTensorSpec()"
+
+
+def _is_none(x: Any) -> bool:
+    return x is None or isinstance(x, NoneTensorSpec)
 
 
 def _is_namedtuple(x: Any) -> bool:
@@ -49,6 +81,8 @@ def flatten(x: Any) -> list[Any]:
         for k in sorted(x):
             out.extend(flatten(x[k]))
         return out
+    if _is_none(x):
+        return []
     return [x]
 
 
@@ -59,24 +93,38 @@ def treedef(x: Any) -> Any:
     if isinstance(x, dict):
         keys = tuple(sorted(x))
         return (dict, keys, tuple(treedef(x[k]) for k in keys))
+    if _is_none(x):
+        return NONE
     return LEAF
 
 
-def unflatten(tdef: Any, leaves: Sequence[Any]) -> Any:
-    """Rebuild the structure ``tdef`` from ``leaves`` (inverse of ``flatten``)."""
+def unflatten(tdef: Any, leaves: Sequence[Any], none: Any = None) -> Any:
+    """Rebuild the structure ``tdef`` from ``leaves`` (inverse of ``flatten``); ``none``
+    stands where the structure has a ``None`` component (``NoneTensorSpec()`` for a spec)."""
     it = iter(leaves)
-    out = _build(tdef, it)
+    out = _build(tdef, it, none)
     return out
 
 
-def _build(tdef: Any, it: Any) -> Any:
+def _build(tdef: Any, it: Any, none: Any) -> Any:
     if tdef is LEAF:
         return next(it)
+    if tdef is NONE:
+        return none
     if tdef[0] is dict:
-        return {k: _build(t, it) for k, t in zip(tdef[1], tdef[2], strict=True)}
+        return {k: _build(t, it, none) for k, t in zip(tdef[1], tdef[2], strict=True)}
     kind, children = tdef
-    values = [_build(t, it) for t in children]
+    values = [_build(t, it, none) for t in children]
     return kind(*values) if _is_namedtuple_type(kind) else kind(values)
+
+
+def public_spec(spec: Any) -> Any:
+    """``spec`` with ``NoneTensorSpec()`` at its nested ``None`` components (as
+    ``element_spec``); a bare ``None`` stays (a spec not known: a map of an empty input)."""
+    tdef = treedef(spec)
+    if tdef is LEAF or tdef is NONE:
+        return spec
+    return unflatten(tdef, flatten(spec), none=NoneTensorSpec())
 
 
 def _is_namedtuple_type(kind: type) -> bool:
@@ -87,6 +135,8 @@ def flatten_up_to(tdef: Any, x: Any) -> list[Any]:
     """The subtrees of ``x`` at the leaves of ``tdef`` (e.g. one shape tuple per component)."""
     if tdef is LEAF:
         return [x]
+    if tdef is NONE:
+        return []
     if tdef[0] is dict:
         return [v for k, t in zip(tdef[1], tdef[2], strict=True) for v in flatten_up_to(t, x[k])]
     if len(x) != len(tdef[1]):
@@ -94,10 +144,21 @@ def flatten_up_to(tdef: Any, x: Any) -> list[Any]:
     return [v for t, c in zip(tdef[1], x, strict=True) for v in flatten_up_to(t, c)]
 
 
+def has_none(tdef: Any) -> bool:
+    """Whether the structure ``tdef`` has a ``None`` component."""
+    if tdef is NONE:
+        return True
+    if tdef is LEAF:
+        return False
+    return any(has_none(t) for t in (tdef[2] if tdef[0] is dict else tdef[1]))
+
+
 def num_leaves(tdef: Any) -> int:
     """How many leaves the structure ``tdef`` holds."""
     if tdef is LEAF:
         return 1
+    if tdef is NONE:
+        return 0
     children = tdef[2] if tdef[0] is dict else tdef[1]
     return sum(num_leaves(t) for t in children)
 
@@ -113,6 +174,8 @@ def describe(tdef: Any) -> str:
     """A short human description of a structure, for error messages."""
     if tdef is LEAF:
         return "array"
+    if tdef is NONE:
+        return "None"
     if tdef[0] is dict:
         inner = ", ".join(f"{k!r}: {describe(t)}" for k, t in zip(tdef[1], tdef[2], strict=True))
         return "{" + inner + "}"
@@ -274,6 +337,8 @@ def normalize(x: Any) -> Any:
         return type(x)(*values) if _is_namedtuple(x) else tuple(values)
     if isinstance(x, dict):
         return {k: normalize(v) for k, v in x.items()}
+    if _is_none(x):
+        return None
     return to_array(x)
 
 
@@ -339,8 +404,11 @@ def shapes_compatible(a: tuple | None, b: tuple | None) -> bool:
 
 
 def spec_of(element: Any) -> Any:
-    """The nest of ``TensorSpec`` (``SparseTensorSpec``, ``RaggedTensorSpec``) describing one element."""
-    return map_structure(leaf_spec, element)
+    """The nest of ``TensorSpec`` (``SparseTensorSpec``, ``RaggedTensorSpec``) describing one
+    element (``NoneTensorSpec`` for ``None``)."""
+    if _is_none(element):
+        return NoneTensorSpec()
+    return public_spec(map_structure(leaf_spec, element))
 
 
 def leaf_spec(value: Any) -> Any:
@@ -430,6 +498,8 @@ def encode_treedef(tdef: Any) -> Any:
     """A JSON-able form of a tree definition (namedtuples become tuples)."""
     if tdef is LEAF:
         return None
+    if tdef is NONE:
+        return {"none": True}
     if tdef[0] is dict:
         return {"dict": list(tdef[1]), "children": [encode_treedef(t) for t in tdef[2]]}
     return {"tuple": [encode_treedef(t) for t in tdef[1]]}
@@ -439,6 +509,8 @@ def decode_treedef(obj: Any) -> Any:
     """Inverse of ``encode_treedef``."""
     if obj is None:
         return LEAF
+    if "none" in obj:
+        return NONE
     if "dict" in obj:
         return (dict, tuple(obj["dict"]), tuple(decode_treedef(t) for t in obj["children"]))
     return (tuple, tuple(decode_treedef(t) for t in obj["tuple"]))

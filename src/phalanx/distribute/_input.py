@@ -60,6 +60,7 @@ from ..errors import (
     DistributedValueError,
     NotCheckpointableError,
 )
+from ._values import PerReplica
 
 if TYPE_CHECKING:
     from ._strategy import Strategy
@@ -82,7 +83,11 @@ class InputOptions:
 
     Attributes:
       experimental_fetch_to_device: copy batches to the devices ahead of use
-        (True), or yield host numpy batches (False).
+        (True), or keep them on the host (False, one process): each leaf is then a
+        ``PerReplica`` of numpy arrays, replica ``i`` holding its block of rows
+        (``experimental_local_results`` gives them; ``strategy.run`` takes them),
+        as tf.distribute yields one host tensor per replica; with one replica,
+        the numpy batch itself.
       experimental_replication_mode: ``PER_WORKER`` (one pipeline per process).
         ``PER_REPLICA`` is not supported: one pipeline feeds all of a process's
         devices.
@@ -167,6 +172,14 @@ class DistributedDataset:
         *,
         per_process_batch: int | None,
     ):
+        if not options.experimental_fetch_to_device and strategy._num_processes > 1:
+            raise DistributedValueError(
+                "InputOptions(experimental_fetch_to_device=False) is supported with one process "
+                f"only, got {strategy._num_processes}: its batches are PerReplica values of host "
+                "numpy arrays, one row block per replica, and a PerReplica holds every replica's "
+                "value. Leave experimental_fetch_to_device=True (the default) with several "
+                "processes."
+            )
         self._strategy = strategy
         self._dataset = local_dataset
         self._options = options
@@ -273,7 +286,7 @@ class _DeviceBatches:
         else:
             host = jax.tree.map(lambda *parts: np.stack(parts), *group)
         if not self._options.experimental_fetch_to_device:
-            return host
+            return host_per_replica(self._strategy, host, stacked=self._stack is not None)
         return self._strategy._global_batch(host, stacked=self._stack is not None)
 
     def _host_batch(self, element: Any) -> Any:
@@ -546,6 +559,24 @@ def _join(it: Any, k: int, rows: _ShareRows) -> Any:
     if len(parts) == 1:
         return parts[0]
     return jax.tree.map(lambda *a: np.concatenate(a), *parts)
+
+
+def host_per_replica(strategy: Strategy, host: Any, *, stacked: bool) -> Any:
+    """``host`` (numpy, one process) as tf.distribute yields it under
+    ``experimental_fetch_to_device=False``: each leaf a ``PerReplica`` of host arrays, replica
+    ``i`` holding the ``i``-th block of rows (axis 1 when ``stacked``); with one replica the
+    batch itself (TF yields the plain tensor there)."""
+    n = strategy.num_replicas_in_sync
+    if n == 1:
+        return host
+    axis = 1 if stacked else 0
+
+    def split(a: np.ndarray) -> PerReplica:
+        rows = a.shape[axis]
+        blocks = a.reshape(*a.shape[:axis], n, rows // n, *a.shape[axis + 1 :])
+        return PerReplica._of(np.moveaxis(blocks, axis, 0))
+
+    return jax.tree.map(split, host)
 
 
 def batch_rows(batch: Any, *, what: str) -> int | None:
