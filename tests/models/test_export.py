@@ -1,7 +1,9 @@
 """``model.export(path)``: the inference pass as a ``jax.export`` artifact, what replaces
 TensorFlow's SavedModel for serving (issue 27 item 10)."""
 
-import importlib.util
+import os
+import subprocess
+import sys
 import uuid
 
 import jax
@@ -61,14 +63,30 @@ def test_tensorflow_formats_are_refused_saying_what_to_use(tmp_path, trained):
 
 
 def test_export_writes_the_serialized_artifact_on_a_url(trained):
+    """Written, read back and served without the model's code: equal to predict."""
     model = trained
     path = f"memory://phalanx-export-{uuid.uuid4().hex}/m.jax"
-    if importlib.util.find_spec("flatbuffers") is None:  # JAX's optional serializer
-        with pytest.raises(ExportError, match="flatbuffers package, which is not installed"):
-            model.export(path)
-        assert not gfile.exists(path)
-        return
     model.export(path)
     with gfile.GFile(path, "rb") as f:
         served = jax.export.deserialize(bytearray(f.read()))
-    np.testing.assert_allclose(served.call(X), model(X), atol=1e-6)
+    assert str(served.in_avals[0].shape) == "(b, 3)"
+    for rows in (3, 16):
+        np.testing.assert_allclose(
+            served.call(X[:rows]), model.predict(X[:rows], verbose=0), atol=1e-6
+        )
+
+
+def test_export_to_a_local_file_is_served_by_a_process_without_phalanx(tmp_path, trained):
+    """A server: a fresh Python that imports jax only, deserializes the file and calls it."""
+    model = trained
+    model.export(tmp_path / "m.jax")
+    np.save(tmp_path / "x.npy", X)
+    script = (
+        "import sys, jax, numpy as np\n"
+        "assert 'phalanx' not in sys.modules\n"
+        "served = jax.export.deserialize(bytearray(open(sys.argv[1] + '/m.jax', 'rb').read()))\n"
+        "np.save(sys.argv[1] + '/y.npy', np.asarray(served.call(np.load(sys.argv[1] + '/x.npy'))))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, env=env, timeout=120)
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), model.predict(X, verbose=0), atol=1e-6)

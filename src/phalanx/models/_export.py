@@ -10,7 +10,8 @@ server loads it without the model's Python code::
     exported = jax.export.deserialize(phalanx.io.gfile.GFile(path, "rb").read())
     outputs = exported.call(batch)
 
-Serialization needs the ``flatbuffers`` package (JAX's optional dependency). To
+Serialization uses the ``flatbuffers`` package (JAX's optional dependency,
+phalanx's own; an install without it gets an ``ExportError`` saying so). To
 train on, save a ``.keras`` file instead (``model.save``).
 """
 
