@@ -228,18 +228,22 @@ class Weight:
             raise ValueError(
                 f"Weight {self.path!r} has shape {self.shape}, got a value of shape {new.shape}."
             )
-        _synced(self._root)
-        self._variable.set_value(jax.numpy.asarray(new, self.dtype))
-        _reload_owner(self._root)
+        value = nnx.State.from_flat_path([(self._nnx_path, self._variable)])
+        value = jax.tree.map(lambda _: new.astype(self.dtype), value)
+        _write(self._root, value)
 
     def __repr__(self) -> str:
         return f"<Weight path={self.path} shape={self.shape} dtype={self.dtype.name}>"
 
 
-def _reload_owner(module: nnx.Module) -> None:
-    owner = owner_of(module)
-    if owner is not None and owner._state is not None:
-        owner._load_state(weights_state(owner._module))
+def _write(node: nnx.Module, values: nnx.State) -> None:
+    """Writes ``values`` (weights of ``node``) into ``node`` and, placing only these arrays,
+    into its model's training state."""
+    owner = owner_of(node)
+    if owner is None:
+        nnx.update(node, values)
+    else:
+        owner._place_weights(node, values)
 
 
 def _lookup(root: nnx.Module, path: tuple) -> Any:
@@ -306,6 +310,4 @@ def set_weights(layer: nnx.Module, values: Sequence[Any]) -> None:
             f"Layer {getattr(layer, 'name', '')!r} is not built, so it has no weights to set: "
             "build it (or the model) first."
         )
-    _synced(layer)
-    nnx.update(layer, list_to_state(weights_state(layer), list(values)))
-    _reload_owner(layer)
+    _write(layer, list_to_state(weights_state(layer), list(values)))

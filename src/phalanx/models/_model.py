@@ -109,7 +109,12 @@ class Model(Trainer, ModelIntrospection):
 
     @property
     def module(self) -> nnx.Module:
-        """The flax.nnx module, with the latest trained weights."""
+        """The flax.nnx module, with the latest trained weights.
+
+        After ``fit`` its variables hold the training state's device arrays (one
+        replica of replicated weights, the split arrays of sharded ones), read
+        without a copy to the host; the next training step replaces them.
+        """
         self._sync_module()
         return self._module
 
@@ -189,7 +194,7 @@ class Model(Trainer, ModelIntrospection):
 
     def set_weights(self, weights: list) -> None:
         """Sets every weight from a list in ``get_weights()`` order."""
-        self._load_state(_layer_weights.list_to_state(self._weights(), weights))
+        self._place_weights(self._module, _layer_weights.list_to_state(self._weights(), weights))
 
     def save_weights(self, filepath: str, overwrite: bool = True) -> None:
         """Writes the weights to ``filepath`` (an ``.npz`` archive; loading runs no code).
@@ -281,19 +286,7 @@ class Model(Trainer, ModelIntrospection):
             )
         if _keras_files.is_keras_weights(filepath):
             return _keras_files.load_weights(self, filepath)
-        self._load_state(_weights.load(filepath, self._weights()))
-
-    def _load_state(self, state) -> None:
-        nnx.update(self._module, state)
-        _regularizers.pop_activity(self._module)
-        if self._state is not None:
-            trainable = self._step_config.trainable
-            params = nnx.state(self._module, trainable)
-            rest = nnx.state(self._module, nnx.Not(trainable))
-            self._state = self._state._replace(
-                params=self._strategy.distribute_variables(params),
-                rest=self._strategy.replicate(rest),
-            )
+        self._place_weights(self._module, _weights.load(filepath, self._weights()))
 
     @property
     def losses(self) -> list[jax.Array]:

@@ -84,6 +84,33 @@ def host_values(tree: Any) -> Any:
     return jax.device_get(jax.tree.map(whole, tree))
 
 
+def eager_values(tree: Any) -> Any:
+    """``tree``'s arrays as an eager call outside the compiled programs reads them, uncopied.
+
+    The training state's arrays stay the only copy of the weights: whole on
+    every replica (``MirroredStrategy``, ``TPUStrategy``, one device), each leaf
+    becomes its first local replica, a view of that device's buffer, so an
+    eager op runs once on one device rather than on every replica; split over
+    this process's devices (``shard_parameters``, a layout map), the leaves
+    stay as they are and each eager op runs over their devices (XLA gathers
+    what it needs). Only leaves split over processes, which no process holds
+    whole, are gathered to the host (``host_values``, a collective: every
+    process reads them together).
+    """
+    arrays = [x for x in jax.tree.leaves(tree) if isinstance(x, jax.Array)]
+    if any(not x.is_fully_addressable and not x.sharding.is_fully_replicated for x in arrays):
+        return host_values(tree)
+    if all(x.sharding.is_fully_replicated for x in arrays):
+        return jax.tree.map(_first_replica, tree)
+    return tree
+
+
+def _first_replica(x: Any) -> Any:
+    if isinstance(x, jax.Array) and len(x.sharding.device_set) > 1:
+        return x.addressable_data(0)
+    return x
+
+
 def state_shardings(strategy, state: _step.TrainState) -> _step.TrainState:
     """The sharding of each leaf of ``state`` as ``place_state`` places it."""
     whole = jax.tree.map(

@@ -419,10 +419,37 @@ class Trainer(StatelessMethods):
         self._state = _sharded.place_state(self._strategy, state)
 
     def _sync_module(self) -> None:
-        """Writes the trained state back into the nnx module object."""
+        """Points the nnx module's variables at the training state's arrays (no host copy).
+
+        The state is the weights' only home once it exists: the module is a view of
+        it, refreshed on each read (``Model.module``), its variables holding the
+        state's device arrays as an eager call reads them (``_programs.eager_values``).
+        """
         if self._state is not None and self._module is not None:
-            nnx.update(self._module, _sharded.host_values(self._state.params))
-            nnx.update(self._module, jax.device_get(self._state.rest))
+            params, rest = _sharded.eager_values((self._state.params, self._state.rest))
+            nnx.update(self._module, params, rest)
+
+    def _place_weights(self, node: nnx.Module, values: nnx.State) -> None:
+        """Makes ``values`` (weights of ``node``, a module in the model) its new weights.
+
+        The module gets them; once the training state exists, only these arrays are
+        placed (as the strategy keeps variables) and replace their leaves in it: the
+        rest of the state, the optimizer's included, is untouched.
+        """
+        self._sync_module()
+        nnx.update(node, values)
+        _regularizers.pop_activity(self._module)
+        if self._state is None:
+            return
+        prefix = next(tuple(p) for p, n in nnx.iter_graph(self._module) if n is node)
+        trained = nnx.filterlib.to_predicate(self._step_config.trainable)
+        flat = [(prefix + tuple(p), v) for p, v in nnx.to_flat_state(values)]
+        params = nnx.State.from_flat_path([(p, v) for p, v in flat if trained(p, v)])
+        rest = nnx.State.from_flat_path([(p, v) for p, v in flat if not trained(p, v)])
+        self._state = self._state._replace(
+            params=nnx.merge_state(self._state.params, self._strategy.distribute_variables(params)),
+            rest=nnx.merge_state(self._state.rest, self._strategy.replicate(rest)),
+        )
 
     def _reset_metrics(self, state: _step.TrainState) -> _step.TrainState:
         fresh = (
