@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -13,6 +13,16 @@ from . import _process
 from ._args import check_path
 from ._callback import Callback, Logs
 from ._step_counter import steps_done
+
+
+class Resumable(Protocol):
+    """What ``BackupAndRestore`` asks of its model (``phalanx.Model``; ``train``, a layer
+    above, implements it)."""
+
+    def _resume_restored(self) -> Any:
+        """A checkpoint was just restored into the model: the next ``fit`` starts at its
+        position (epoch, steps done in it), which this returns."""
+        ...
 
 
 def _is_checkpoint(path: str) -> bool:
@@ -160,14 +170,14 @@ class BackupAndRestore(Callback):
         self._manager = self._make_manager()
         restored = self._restore_intact()
         if restored is not None:
-            position = self.model._position
-            self.model._resume = position  # fit starts at its epoch and step
+            model: Resumable = self.model
+            position = model._resume_restored()  # fit starts at its epoch and step
             _process.print_msg(
                 f"BackupAndRestore: resuming from {restored} (epoch {position.epoch + 1}, "
                 f"{position.step} steps done in it)."
             )
         self._steps = self.model.optimizer.iterations if restored is not None else 0
-        self._resumed_in_epoch = self.model._position.step if restored is not None else 0
+        self._resumed_in_epoch = position.step if restored is not None else 0
         if self.save_before_preemption:
             from ..checkpoint import PreemptionCheckpointHandler
 
@@ -215,13 +225,8 @@ class BackupAndRestore(Callback):
         """``(path, committed)`` of every backup, newest first: the committed checkpoints, and
         folders under a backup's exact name that hold none (local backups only; a URL's
         uncommitted upload is a save killed mid-way, which is no damage)."""
-        steps = self._manager._manager
         committed = {path: True for path in self._manager.checkpoints}
-        if hasattr(steps, "_found"):
-            for number, entries in steps._found().items():
-                path = steps.path(number)
-                if os.path.basename(path) in entries and path not in committed:
-                    committed[path] = False
+        committed.update((path, False) for path in self._manager._uncommitted())
         numbers = {path: int(path.rsplit("_", 1)[1]) for path in committed}
         return sorted(committed.items(), key=lambda item: -numbers[item[0]])
 

@@ -48,6 +48,10 @@ class Callback:
         """Remembers the run's parameters (``epochs``, ``steps``, ``verbose``)."""
         self.params = params
 
+    def _release_after_error(self) -> None:
+        """``fit`` raised: a callback holding threads, signal handlers or open files releases
+        them here (``on_train_end`` is not called, as in Keras); the base holds none."""
+
     # Legacy aliases, as Keras: the train-batch hooks call them by default.
     def on_batch_begin(self, batch: int, logs: Logs | None = None) -> None:
         """Alias of ``on_train_batch_begin`` kept for Keras 2 code."""

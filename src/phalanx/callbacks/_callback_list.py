@@ -143,10 +143,8 @@ class CallbackList(Callback):
         """``fit`` raised: callbacks that hold threads, signal handlers or open files release
         them (``_release_after_error``). ``on_train_end`` is not called, as in Keras."""
         for cb in self.callbacks:
-            release = getattr(cb, "_release_after_error", None)
-            if callable(release):
-                with contextlib.suppress(Exception):  # the error that ended fit is raised
-                    release()
+            with contextlib.suppress(Exception):  # the error that ended fit is raised
+                cb._release_after_error()
 
     def on_batch_begin(self, batch: int, logs: Logs | None = None) -> None:
         """Forwards ``on_batch_begin``."""

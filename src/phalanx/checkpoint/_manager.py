@@ -183,6 +183,11 @@ class CheckpointManager:
         """The paths of the kept checkpoints, oldest first."""
         return [self._path(n) for n in sorted(self._manager.all_steps())]
 
+    def _uncommitted(self) -> list[str]:
+        """The paths of folders under a checkpoint's exact name that hold none (local
+        folders only): damage that ``BackupAndRestore`` reports and sets aside."""
+        return [self._path(n) for n in self._manager.uncommitted()]
+
     @property
     def latest_checkpoint(self) -> str | None:
         """The path of the newest committed checkpoint, or None."""

@@ -1,7 +1,8 @@
 """What a checkpoint holds of each object given to ``Checkpoint(name=obj, ...)``.
 
-Three kinds of objects, by what they can do (this layer sits above ``train``
-in DESIGN.md's table, so it knows them by their methods, not their classes):
+Three kinds of objects, by what they can do (this layer sits below ``train``
+in DESIGN.md's table, so it knows them by the protocols declared here,
+:class:`Trainable` and :class:`TrainableOptimizer`, not by their classes):
 
 - a *model* (``phalanx.Model``): ``_checkpoint_items()`` gives its training
   state as named arrays (parameters, non-trainable state, optimizer state,
@@ -44,7 +45,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import jax
 import numpy as np
@@ -57,11 +58,37 @@ GATHER_TIMEOUT_S = 120.0
 _gathers = itertools.count()  # every process saves the same checkpoints, in the same order
 
 
+@runtime_checkable
+class Trainable(Protocol):
+    """What a checkpoint asks of a model: ``phalanx.Model`` (``train``'s ``Trainer``, a layer
+    above this one, implements it; the names stay private to the model's users)."""
+
+    def _checkpoint_items(self) -> tuple[dict, dict, dict]:
+        """``(arrays by name, manifest: name -> (shape, dtype), JSON data)`` to save."""
+        ...
+
+    def _checkpoint_expect(self) -> dict | None:
+        """The manifest a restore must match; None while the model holds no state yet."""
+        ...
+
+    def _checkpoint_load(self, manifest: dict, arrays: dict, data: dict) -> None:
+        """Makes the restored arrays and data the model's training state and position."""
+        ...
+
+
+@runtime_checkable
+class TrainableOptimizer(Protocol):
+    """What a checkpoint asks of an optimizer (``model.optimizer``): the model whose
+    training state holds its state (a ``Trainable``)."""
+
+    _model: Any
+
+
 def kind_of(name: str, obj: Any) -> str:
     """``"model"``, ``"optimizer"`` or ``"state"``; raises for anything else."""
-    if callable(getattr(obj, "_checkpoint_items", None)):
+    if isinstance(obj, Trainable):
         return "model"
-    if callable(getattr(getattr(obj, "_model", None), "_checkpoint_items", None)):
+    if isinstance(obj, TrainableOptimizer) and isinstance(obj._model, Trainable):
         return "optimizer"
     if callable(getattr(obj, "get_state", None)) and callable(getattr(obj, "set_state", None)):
         return "state"
@@ -96,9 +123,7 @@ def _not_array_leaf(obj: Any) -> str | None:
     value = _tree_value(obj)
 
     def model_like(x: Any) -> bool:  # a model inside a tree is refused, not flattened
-        return x is not value and (
-            callable(getattr(x, "_checkpoint_items", None)) or _nnx_module(x)
-        )
+        return x is not value and (isinstance(x, Trainable) or _nnx_module(x))
 
     leaves = jax.tree_util.tree_flatten_with_path(value, is_leaf=model_like)[0]
     if len(leaves) == 1 and leaves[0][1] is value:

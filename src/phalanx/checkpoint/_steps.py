@@ -107,6 +107,11 @@ class Steps:
         numbers = self.all_steps()
         return numbers[-1] if numbers else None
 
+    def uncommitted(self) -> list[int]:
+        """Numbers whose folder has a checkpoint's exact name but holds none (damage);
+        a remote store's uncommitted upload is a save killed mid-way: none here."""
+        return []
+
     def save(self, number: int, arrays: dict, meta: dict) -> None:
         """Saves checkpoint ``number``; the old ones are deleted after it is committed."""
         self._pending = number
@@ -163,6 +168,13 @@ class LocalSteps(Steps):
             if match and os.path.isdir(os.path.join(self.directory, entry)):
                 found.setdefault(int(match.group(1)), []).append(entry)
         return found
+
+    def uncommitted(self) -> list[int]:
+        """Numbers whose folder has a checkpoint's exact name but holds none (damage)."""
+        found = self._found()
+        named = [n for n, entries in found.items() if os.path.basename(self.path(n)) in entries]
+        committed = set(self.all_steps())
+        return sorted(n for n in named if n not in committed)
 
     def _committed(self, found: dict[int, list[str]]) -> list[int]:
         return sorted(n for n in found if _io.is_checkpoint(self.path(n)))

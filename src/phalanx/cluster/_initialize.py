@@ -20,6 +20,7 @@ import math
 import os
 import sys
 import time
+import weakref
 from dataclasses import dataclass
 
 from ..errors import BackendAlreadyStartedError, ClusterMismatchError
@@ -309,7 +310,7 @@ def _exit_at_once_on_uncaught_exceptions() -> None:
     lets ``phalanx launch`` (or the others' heartbeat) end the job at once.
     """
     previous = sys.excepthook
-    if getattr(previous, "_phalanx", False):
+    if previous in _EXIT_HOOKS:
         return
 
     def hook(kind, value, traceback):
@@ -319,8 +320,11 @@ def _exit_at_once_on_uncaught_exceptions() -> None:
             sys.stderr.flush()
         os._exit(130 if issubclass(kind, KeyboardInterrupt) else 1)
 
-    hook._phalanx = True
+    _EXIT_HOOKS.add(hook)
     sys.excepthook = hook
+
+
+_EXIT_HOOKS: weakref.WeakSet = weakref.WeakSet()  # the hooks installed above
 
 
 def _say(line: str) -> None:

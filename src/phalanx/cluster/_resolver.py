@@ -41,6 +41,8 @@ class ClusterResolver(abc.ABC):
     _local_device_ids: tuple[int, ...] | None = None
     _cpu_devices: int | None = None
     _job_secret: str | None = None
+    _task_type: str | None = None  # set by the setter or a subclass; None: the default
+    _task_id: int | None = None  # None: the process id
 
     def _set_processes(
         self, coordinator_address: str, num_processes: int, process_id: int, *, environ=None
@@ -101,7 +103,7 @@ class ClusterResolver(abc.ABC):
     @property
     def task_type(self) -> str:
         """This task's job name (``"chief"`` or ``"worker"``); settable as in TensorFlow."""
-        return getattr(self, "_task_type", DEFAULT_TASK_TYPE)
+        return DEFAULT_TASK_TYPE if self._task_type is None else self._task_type
 
     @task_type.setter
     def task_type(self, value: str) -> None:
@@ -110,7 +112,7 @@ class ClusterResolver(abc.ABC):
     @property
     def task_id(self) -> int:
         """This task's index within its job; settable as in TensorFlow."""
-        return getattr(self, "_task_id", self.process_id)
+        return self.process_id if self._task_id is None else self._task_id
 
     @task_id.setter
     def task_id(self, value: int) -> None:

@@ -41,6 +41,7 @@ from ._record_datasets import FixedLengthRecordDataset as FixedLengthRecordDatas
 from ._record_datasets import TextLineDataset as TextLineDataset
 from ._record_datasets import TFRecordDataset as TFRecordDataset
 from ._shard import auto_shard as auto_shard
+from ._shard import with_input_shard as with_input_shard
 from ._sources import FileSourceDataset as FileSourceDataset
 from ._structure import NoneTensorSpec as NoneTensorSpec
 from ._structure import TensorSpec as TensorSpec
@@ -59,6 +60,7 @@ __all__ = [
     "TensorSpec",
     "ThreadingOptions",
     "auto_shard",
+    "with_input_shard",
     "experimental",
     "BytesList",
     "Example",

@@ -70,6 +70,9 @@ class Dataset:
     """
 
     _input_attrs: tuple[str, ...] = ()
+    _name: str | None = None  # a transformation's name= (tf.data's), for repr
+    #: One of several input pipelines (``with_input_shard``); its iterators save it.
+    _input_shard: dict | None = None
 
     # -- graph plumbing (internal) ---------------------------------------------------------
 
@@ -194,7 +197,7 @@ class Dataset:
         return OptionsDataset(self, options)
 
     def __repr__(self) -> str:
-        named = f" name={self._name!r}" if getattr(self, "_name", None) else ""
+        named = f" name={self._name!r}" if self._name else ""
         return f"<{type(self).__name__}{named} element_spec={self.element_spec!r}>"
 
     # -- sources ---------------------------------------------------------------------------

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..io import _record_blocks as rb
 from . import _structure as st
-from ._iterator import ArraysAccess, DatasetIterator, stack_elements
+from ._iterator import ArraysAccess, DatasetIterator, Iterator, stack_elements
 
 
 def next_batch(it: Any) -> tuple[list[tuple[Any, Any]], int]:
@@ -48,8 +48,9 @@ def index_batches(iterator: Any) -> Any | None:
     input's). Padded, split (auto-sharded) or other last nodes give None, and
     nothing changes: those batches are read as the dataset yields them.
     """
-    node = getattr(iterator, "_node", None)
-    return None if node is None else node.index_batches()
+    if not isinstance(iterator, Iterator):
+        return None
+    return iterator._node.index_batches()
 
 
 def single_base(pieces: list[tuple[Any, Any]]) -> tuple[ArraysAccess, np.ndarray] | None:

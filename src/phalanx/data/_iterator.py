@@ -338,7 +338,7 @@ class Iterator:
             "iteration": self._iteration,
             "node": self._node.get_state(),
         }
-        shard = self._dataset.__dict__.get("_input_shard")
+        shard = self._dataset._input_shard
         if shard is not None:  # one of several input pipelines (distribute/_input.py)
             state["shard"] = dict(shard)
         return state
@@ -354,7 +354,7 @@ class Iterator:
                 f"set_state expected a dict made by Iterator.get_state() with format {STATE_FORMAT!r}; "
                 f"got {type(state).__name__} {str(state)[:80]}."
             )
-        check_shard(state.get("shard"), self._dataset.__dict__.get("_input_shard"))
+        check_shard(state.get("shard"), self._dataset._input_shard)
         mine = self._dataset._signature()
         if state.get("pipeline") != mine:
             raise IteratorStateError(

@@ -521,3 +521,43 @@ def _passes_batches(node: Dataset) -> bool:
     return isinstance(node, OptionsDataset | RepeatDataset | TakeDataset | SkipDataset) or (
         type(node) in _ELEMENTWISE_AFTER_BATCH
     )
+
+
+def with_input_shard(local: Any, given: Any, policy: str, pipelines: int, pipeline: int) -> Any:
+    """``local`` marked with how it shares the input (``Iterator.get_state`` saves it as
+    ``"shard"``, ``set_state`` checks it).
+
+    The mark: pipeline ``pipeline`` of ``pipelines``, by ``policy`` (``FILE``,
+    ``DATA``, ``OFF``, ``FUNCTION``), and whether its position is the whole
+    pipeline's (``"global"``: DATA sharding that splits each global batch by rows,
+    where every pipeline is at the same position; a checkpoint's position then moves
+    to another process count). A copy of ``local`` when it is ``given`` (the
+    dataset as the user wrote it); an iterable that is not a ``Dataset`` is
+    returned as it is.
+
+    Args:
+        local: this pipeline's dataset (``auto_shard``'s result, or the function's).
+        given: the dataset before sharding.
+        policy: the auto-shard policy used, by name.
+        pipelines: the number of input pipelines (processes).
+        pipeline: this pipeline's index.
+    """
+    if not isinstance(local, Dataset):
+        return local
+    if local is given:
+        local = local._with_inputs(local._inputs())
+    rows = policy == "DATA" and _splits_rows(local)
+    local._input_shard = {
+        "policy": "DATA_ROWS" if rows else policy,
+        "pipelines": pipelines,
+        "pipeline": pipeline,
+        "global": bool(rows),
+    }
+    return local
+
+
+def _splits_rows(dataset: Dataset) -> bool:
+    """Whether DATA sharding split the pipeline's final batch by rows (a ``_split`` batch)."""
+    if isinstance(dataset, BatchDataset) and dataset._split is not None:
+        return True
+    return any(_splits_rows(d) for d in dataset._inputs())

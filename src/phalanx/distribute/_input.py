@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 import jax
 import numpy as np
 
-from ..data import Dataset
+from ..data import Dataset, auto_shard, with_input_shard
 from ..data._iterator import DatasetIterator
 from ..data._prefetch import background
 from ..data._structure import TensorSpec
@@ -206,7 +206,11 @@ class DistributedDataset:
             self._options,
             self._per_process_batch,
             stack=self._stack,
-            share_rows=getattr(self._dataset, "_share_rows", None),
+            share_rows=(
+                self._dataset._share_rows
+                if isinstance(self._dataset, _ReplicaBatches | _ReplicaBatchesIterable)
+                else None
+            ),
         )
         it._dataset = self
         return it
@@ -650,8 +654,6 @@ def distribute_dataset(
     local = dataset
     per_process = None
     if processes > 1:
-        from ..data import auto_shard
-
         if options.partial_batch != "error":
             raise DistributedValueError(
                 f"InputOptions(partial_batch={options.partial_batch!r}) is not supported with "
@@ -662,8 +664,8 @@ def distribute_dataset(
         local, used, reason = auto_shard(
             dataset, processes, strategy._process_id, global_batches=True
         )
-        local = _with_shard(local, dataset, used.name, processes, strategy._process_id)
-        if hasattr(local, "_set_root_seed"):
+        local = with_input_shard(local, dataset, used.name, processes, strategy._process_id)
+        if isinstance(local, Dataset):
             # Processes taking rows of one global order must agree on its unseeded shuffles.
             local._set_root_seed(_shared_seed())
         log.info(
@@ -682,33 +684,6 @@ def _refuse_sparse_and_ragged(element: Any) -> None:
     if any(isinstance(a, st.COMPOSITES) for a in st.flatten(element)):
         what = "A distributed dataset (experimental_distribute_dataset)"
         raise DistributedValueError(st.dense_only_message(st.spec_of(element), what))
-
-
-def _with_shard(local: Any, given: Any, policy: str, pipelines: int, pipeline: int) -> Any:
-    """``local`` marked with how it shares the input (``Iterator.get_state`` saves it as
-    ``"shard"``): pipeline ``pipeline`` of ``pipelines``, by ``policy``, and whether its
-    position is the whole pipeline's (``"global"``: DATA sharding that splits each global
-    batch by rows, where every pipeline is at the same position; a checkpoint's position
-    then moves to another process count). A copy when ``local`` is the dataset given."""
-    if not isinstance(local, Dataset):
-        return local
-    if local is given:
-        local = local._with_inputs(local._inputs())
-    rows = policy == "DATA" and _splits_rows(local)
-    local._input_shard = {
-        "policy": "DATA_ROWS" if rows else policy,
-        "pipelines": pipelines,
-        "pipeline": pipeline,
-        "global": bool(rows),
-    }
-    return local
-
-
-def _splits_rows(dataset: Any) -> bool:
-    """Whether DATA sharding split the pipeline's final batch by rows (a ``_split`` batch)."""
-    if getattr(dataset, "_split", None) is not None:
-        return True
-    return any(_splits_rows(d) for d in dataset._inputs())
 
 
 def _shared_seed() -> int:
@@ -747,5 +722,5 @@ def distribute_datasets_from_function(
             dataset = _ReplicaBatchesIterable(dataset, k)
     if ctx.num_input_pipelines > 1:  # each process's own dataset: its position is its own
         pipelines, pipeline = ctx.num_input_pipelines, ctx.input_pipeline_id
-        dataset = _with_shard(dataset, given, "FUNCTION", pipelines, pipeline)
+        dataset = with_input_shard(dataset, given, "FUNCTION", pipelines, pipeline)
     return DistributedDataset(strategy, dataset, options, per_process_batch=None)

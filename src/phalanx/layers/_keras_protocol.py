@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import jax
@@ -60,8 +61,17 @@ def _keras_build_entry(user_build: Any) -> Any:
 
     build.__doc__ = user_build.__doc__
     build.__name__ = "build"
-    build._phalanx_build = True
+    _BUILD_ENTRIES.add(build)
     return build
+
+
+_BUILD_ENTRIES: weakref.WeakSet = weakref.WeakSet()  # the ``build`` s _keras_build_entry made
+
+
+def is_build_entry(fn: Any) -> bool:
+    """Whether ``fn`` is a ``build`` made by :func:`_keras_build_entry` (a subclass of a
+    subclass inherits it: it must not be wrapped again)."""
+    return fn in _BUILD_ENTRIES
 
 
 def _traces_output_shape(layer: Layer) -> bool:

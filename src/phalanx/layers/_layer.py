@@ -72,6 +72,7 @@ from ._keras_protocol import (
     _traced_output_shape,
     _traces_output_shape,
     _with_batch,
+    is_build_entry,
 )
 
 Shape = tuple[int | None, ...]
@@ -200,7 +201,7 @@ class Layer(Regularized, nnx.Module):
         if own and "compute_output_shape" in cls.__dict__:
             cls.compute_output_shape = _keras_output_shape(cls.__dict__["compute_output_shape"])
         own_build = cls.__dict__.get("build")
-        if own_build is not None and not getattr(own_build, "_phalanx_build", False):
+        if own_build is not None and not is_build_entry(own_build):
             cls._keras_build = own_build
             cls.build = _keras_build_entry(own_build)
         if "call" in cls.__dict__:
@@ -252,6 +253,12 @@ class Layer(Regularized, nnx.Module):
 
     def _check_input_shape(self, input_shape: Shape) -> None:
         """Raises `LayerShapeError` when the layer cannot take ``input_shape``."""
+
+    def _symbolic_output_shape(self, input_shape: Shape, kwargs: dict) -> Shape:
+        """The output shape of a call on symbolic inputs with ``kwargs``; a layer whose
+        outputs depend on its keyword arguments (``MultiHeadAttention``) overrides it."""
+        del kwargs
+        return self.compute_output_shape(input_shape)
 
     def _build(self, input_shape: Shape, rngs: nnx.Rngs) -> None:
         """Creates the nnx children for ``input_shape``; layers without weights do nothing."""
@@ -371,7 +378,7 @@ class Layer(Regularized, nnx.Module):
 
         A layer of one's own is not checked (as Keras without an ``input_spec``).
         """
-        if not getattr(self, "_phalanx_layer", False) or not hasattr(x, "shape"):
+        if not self._phalanx_layer or not hasattr(x, "shape"):
             return
         received = tuple(x.shape[1:])
         if not shapes_match(self.built_input_shape, received):

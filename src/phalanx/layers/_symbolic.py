@@ -135,8 +135,7 @@ def call_symbolic(layer: Layer, x: Any, args: tuple, kwargs: dict, *, training) 
             f"on symbolic inputs of shape {shape}."
         )
     layer._check_input_shape(shape)
-    hook = getattr(layer, "_symbolic_output_shape", None)  # outputs that depend on kwargs
-    out_shape = hook(shape, kwargs) if hook is not None else layer.compute_output_shape(shape)
+    out_shape = layer._symbolic_output_shape(shape, kwargs)  # outputs may depend on kwargs
     out_shape = layer._normalize_output_shape(out_shape)
     node = Node(layer, all_args, dict(kwargs), training)
     dtype = _output_dtype(layer, all_args)

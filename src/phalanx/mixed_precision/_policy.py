@@ -40,6 +40,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from .. import optimizers
+
 _COMPUTE = {"float32": "float32", "mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
 
 
@@ -215,8 +217,6 @@ class LossScaleOptimizer:
     def __init__(
         self, inner_optimizer: Any, initial_scale: float = 2.0**15, dynamic_growth_steps: int = 2000
     ):
-        from .. import optimizers
-
         if not (isinstance(initial_scale, int | float) and initial_scale > 0):
             raise ValueError(f"initial_scale must be a positive number, got {initial_scale!r}.")
         if isinstance(dynamic_growth_steps, bool) or not (
@@ -237,9 +237,8 @@ class LossScaleOptimizer:
 
     def _bind_model(self, model: Any) -> None:
         """``compile``: the inner optimizer reads its ``iterations`` from ``model``."""
-        bind = getattr(self.inner_optimizer, "_bind_model", None)
-        if bind is not None:
-            bind(model)
+        if isinstance(self.inner_optimizer, optimizers.Optimizer):  # not an optax transform
+            self.inner_optimizer._bind_model(model)
 
     def init(self, params: Any) -> LossScaleState:
         """``to_optax().init(params)``: the scale, its counter and the inner state."""

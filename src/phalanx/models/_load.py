@@ -284,6 +284,6 @@ def load_model(
     _keras_files.load_h5(model, weights, f"{path}:model.weights.h5")
     if compile and config.get("compile_config"):
         _keras_compile.compile_from_config(model, config["compile_config"], path)
-        if getattr(model, "_config", None) is not None:  # compiled: its optimizer's state too
+        if model._config is not None:  # compiled: its optimizer's state too
             _keras_files.restore_optimizer(model, weights, f"{path}:model.weights.h5")
     return model

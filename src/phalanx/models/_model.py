@@ -96,6 +96,8 @@ class Model(Trainer, ModelIntrospection):
         self._module = module
         self.name = name or type(self).__name__.lower()
         self._strategy: Strategy = get_strategy()
+        self._training_calls = 0  # eager calls with training=True, each with its own key
+        self._as_layer: Any = None  # this model as a layer of another (_nested), once asked
         Trainer.__init__(self)
         if module is not None:
             _layer_weights.claim(self, module)
@@ -134,9 +136,10 @@ class Model(Trainer, ModelIntrospection):
         list or dict of shapes, as the model's inputs.
         """
         _subclassed.ensure_module(self)
-        builder = getattr(self._module, "_phalanx_build", None) or getattr(
-            self._module, "build", None
-        )
+        if isinstance(self._module, _subclassed.SubclassedModule):
+            builder = self._module._phalanx_build  # built by calling it on zeros
+        else:
+            builder = getattr(self._module, "build", None)
         if callable(builder) and not self._is_module_built():
             builder(_per_example(input_shape))
 
@@ -164,7 +167,7 @@ class Model(Trainer, ModelIntrospection):
         style = _step.module_call_style(module)
         kwargs = {"training": training} if style["takes_training"] else {}
         if training and style["takes_rngs"]:
-            self._training_calls = getattr(self, "_training_calls", 0) + 1
+            self._training_calls += 1
             seed = self._config.seed if self._config is not None else 0
             kwargs["rngs"] = jax.random.fold_in(jax.random.key(seed), self._training_calls)
         return module(jax.tree.map(jnp.asarray, x), **kwargs)

@@ -88,7 +88,7 @@ def call_symbolic(model: Any, x: Any, training: Any = None) -> Any:
             f"Model {model.name!r} has dict outputs; as a layer of another model phalanx takes "
             "a model with one output or a list of outputs."
         )
-    layer = getattr(model, "_as_layer", None)
+    layer = model._as_layer
     if layer is None:
         # a default name ("model", "sequential") is left for the outer model to make unique
         default = model.name in ("model", "sequential", "functional")

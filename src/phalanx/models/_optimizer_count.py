@@ -38,8 +38,7 @@ def _slots(optimizer: Any) -> int | None:
 
 def optimizer_params(model: Any) -> tuple[int, int] | None:
     """``(count, bytes)`` of the optimizer's variables, or None before ``fit`` trained."""
-    state = getattr(model, "_state", None)
-    config = getattr(model, "_config", None)
+    state, config = model._state, model._config
     if state is None or config is None or model.optimizer.iterations == 0:
         return None
     slots = _slots(getattr(config, "optimizer", None))

@@ -285,6 +285,8 @@ class Regularized:
 
     _weight_regularizer_paths: tuple[tuple[str, tuple[str, ...]], ...] = ()
     activity_regularizer: Regularizer | None = None
+    #: False for a layer of one's own (``Layer`` sets it per class), whose ``call`` may add losses.
+    _phalanx_layer: bool = True
 
     def weight_regularizers(self) -> dict[str, Regularizer]:
         """The layer's weight regularizers that are set, by argument name."""
@@ -324,7 +326,7 @@ class Regularized:
             self.activity_regularizer is not None
             or bool(self.weight_regularizers())
             or any("regularizer" in v.get_metadata() for v in self._own_variables())
-            or not getattr(self, "_phalanx_layer", True)
+            or not self._phalanx_layer
         )
 
     def _record_activity(self, output: Any, added: Any = ()) -> Any:

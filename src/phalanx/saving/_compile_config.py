@@ -35,8 +35,8 @@ def compile_config(model: Any) -> dict | None:
     your own, a learning-rate schedule) leave the file without one: the model
     then loads uncompiled, and ``compile`` is called again, as in Keras.
     """
-    args = getattr(model, "_compile_args", None)
-    if args is None or getattr(model, "_predict_only", False):
+    args = model._compile_args
+    if args is None or model._predict_only:
         return None
     try:
         return {

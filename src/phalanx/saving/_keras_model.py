@@ -357,7 +357,7 @@ def _check_storage(dataset: Any, at: str, where: str, h5py: Any) -> None:
 
 def optimizer_variables(model: Any) -> list[np.ndarray] | None:
     """Keras's optimizer variables for a compiled ``model`` (on every process), or None."""
-    config = getattr(model, "_config", None)
+    config = model._config
     if config is None:
         return None
     paths = [w._nnx_path for w in model.trainable_weights]

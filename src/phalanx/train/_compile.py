@@ -48,9 +48,8 @@ class CompileConfig:
     def optimizer_handle(self, model: Model) -> OptimizerHandle:
         """The ``model.optimizer`` object callbacks use; the optimizer object given to
         ``compile`` reads its ``iterations`` from ``model`` from now on, as in Keras."""
-        bind = getattr(self.optimizer, "_bind_model", None)
-        if bind is not None:
-            bind(model)
+        if isinstance(self.optimizer, _optimizers.Optimizer | _mixed_precision.LossScaleOptimizer):
+            self.optimizer._bind_model(model)  # not an optax transform
         if isinstance(self.optimizer, _mixed_precision.LossScaleOptimizer):
             return LossScaleOptimizerHandle(model, self.optimizer)
         return OptimizerHandle(model, self.optimizer)

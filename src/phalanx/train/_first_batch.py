@@ -35,7 +35,7 @@ def check_first_batch(model: Any, first: Any, *, with_targets: bool) -> None:
         or the loss its ``y`` (``LossArgumentError``); with a short traceback.
     """
     config, state = model._step_config, model._state
-    if config is None or state is None or getattr(model, "_overrides", None):
+    if config is None or state is None or model._overrides:
         return  # an overridden train_step reads the batch its own way
     x, y = _batch_specs(first)
     key = (id(config), _signature(x), _signature(y) if with_targets else None)

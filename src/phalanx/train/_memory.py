@@ -153,7 +153,7 @@ def variable_memory(model: Any) -> VariableMemory:
 def step_memory(model: Any) -> StepMemory | None:
     """XLA's memory analysis of ``model``'s training program for the input ``fit`` last
     trained on; None when no training step has been compiled (or since ``compile``)."""
-    signature = getattr(model, "_train_signature", None)
+    signature = model._train_signature
     if signature is None or model._state is None:
         return None
     resident, (data, xs, steps) = signature

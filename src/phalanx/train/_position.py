@@ -16,9 +16,10 @@ A checkpoint stores every leaf of the state under a readable name
 checkpoint of another model is refused before any data is read, with the
 arrays that differ named. PRNG keys are stored as their raw key data.
 
-The checkpoint layer sees a model only through three methods (duck-typed,
-since ``checkpoint`` sits above ``train`` in DESIGN.md's layers):
-``_checkpoint_items()``, ``_checkpoint_expect()`` and ``_checkpoint_load()``.
+The checkpoint layer sees a model only through the protocol it declares
+(``phalanx.checkpoint._objects.Trainable``, since ``checkpoint`` sits below
+``train`` in DESIGN.md's layers): ``_checkpoint_items()``,
+``_checkpoint_expect()`` and ``_checkpoint_load()``.
 """
 
 from __future__ import annotations

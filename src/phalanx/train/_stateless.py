@@ -116,7 +116,7 @@ class StatelessMethods:
         return key
 
     def _stateless_config(self, what: str) -> _step.StepConfig:
-        if getattr(self, "_state", None) is None:
+        if self._state is None:
             if self._config is None or not self.built:
                 raise NotCompiledError(
                     f"{what}() needs a compiled, built model: call compile() and build() "

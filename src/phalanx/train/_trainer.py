@@ -72,7 +72,7 @@ class Trainer(StatelessMethods):
         self._step_metrics: tuple = ()  # the metrics the state accumulates
         # Where fit stands (epoch, steps done, input state), kept with _state; a restored
         # checkpoint's arrays wait in _pending until the state exists; _resume tells the
-        # next fit to start at a restored position (BackupAndRestore sets it).
+        # next fit to start at a restored position (BackupAndRestore asks, _resume_restored).
         self._position = _checkpointing.TrainPosition()
         self._pending: tuple | None = None
         self._resume: _checkpointing.TrainPosition | None = None
@@ -83,6 +83,8 @@ class Trainer(StatelessMethods):
         self.stop_predicting = False
         self.history = None
         self.optimizer = None
+        self._run_eagerly = False
+        self._compile_args: dict | None = None  # compile's arguments as given (.keras files)
 
     # -- compile ------------------------------------------------------------
 
@@ -234,7 +236,7 @@ class Trainer(StatelessMethods):
     def run_eagerly(self) -> bool:
         """Whether the steps run un-jitted (``compile(run_eagerly=True)`` or ``jit_compile=False``);
         settable, as Keras's, and taking effect from the next execution."""
-        return getattr(self, "_run_eagerly", False)
+        return self._run_eagerly
 
     @run_eagerly.setter
     def run_eagerly(self, value: bool) -> None:
@@ -935,6 +937,12 @@ class Trainer(StatelessMethods):
         self._state = _sharded.place_state(self._strategy, state)
 
     # -- checkpoints (the protocol phalanx.checkpoint calls) ------------------
+
+    def _resume_restored(self) -> _checkpointing.TrainPosition:
+        """``callbacks``' ``Resumable``: a checkpoint was restored (``BackupAndRestore``);
+        the next ``fit`` starts at its position, returned."""
+        self._resume = self._position
+        return self._position
 
     def _checkpoint_expect(self) -> dict | None:
         """The manifest (name -> shape, dtype) a restored checkpoint must match.

@@ -190,7 +190,7 @@ def check_learning_rate(model: Any, adapter: Any, epochs: int) -> None:
     Raises:
       LearningRateValueError: the schedule's value at some step is not finite.
     """
-    schedule = getattr(getattr(model, "_config", None), "optimizer", None)
+    schedule = getattr(model._config, "optimizer", None)
     schedule = getattr(schedule, "learning_rate", None)
     steps_per_epoch = getattr(adapter, "steps_per_epoch", None)
     if not callable(schedule) or not steps_per_epoch or epochs <= 0:
@@ -201,7 +201,7 @@ def check_learning_rate(model: Any, adapter: Any, epochs: int) -> None:
 
 def _schedule_count(model: Any) -> int:
     """The step the schedule is evaluated at next (the injected state's count, or 0)."""
-    state = getattr(model, "_state", None)
+    state = model._state
     if state is None:
         return 0
     from ...optimizers._learning_rate import schedule_count
