@@ -1,6 +1,6 @@
 """The loss classes take Keras 3's arguments and give Keras 3's ``get_config`` (issue 26
-item 6): what phalanx computes is taken at its default value, anything else is refused
-naming the argument."""
+item 6). Their other values (``ignore_class``, ``axis``, ``dtype``, the reductions) and the
+refusals: tests/losses/test_keras_loss_arguments.py."""
 
 import os
 
@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import phalanx as px
-from phalanx.errors import LossArgumentError
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 keras = pytest.importorskip("keras")
@@ -44,18 +43,3 @@ def test_config_as_keras_and_rebuilt(cls, kwargs):
     np.testing.assert_allclose(
         np.asarray(again(y_true, y_pred)), np.asarray(theirs(y_true, y_pred)), rtol=1e-5
     )
-
-
-@pytest.mark.parametrize(
-    ("make", "match"),
-    [
-        (lambda: px.losses.SparseCategoricalCrossentropy(ignore_class=0), r"ignore_class=0"),
-        (lambda: px.losses.CategoricalCrossentropy(axis=1), r"CategoricalCrossentropy\(axis=1\)"),
-        (lambda: px.losses.BinaryCrossentropy(axis=0), r"BinaryCrossentropy\(axis=0\)"),
-        (lambda: px.losses.MeanSquaredError(dtype="float16"), r"dtype='float16'"),
-        (lambda: px.losses.Poisson(dtype="bfloat16"), r"Poisson\(dtype='bfloat16'\)"),
-    ],
-)
-def test_what_phalanx_does_not_compute_is_refused_by_name(make, match):
-    with pytest.raises(LossArgumentError, match=match):
-        make()

@@ -220,6 +220,9 @@ class _Wrapper(Loss):
     fn: Any = None
     default_name = ""
     align = True  # Keras's LossFunctionWrapper aligns the ranks first (squeeze or expand)
+    # A loss of the whole batch (Dice(axis=None)) reduces as Keras: "none" and the means give
+    # that one value, weights multiply it per example.
+    spread_scalar = False
 
     def __init__(self, *, name=None, reduction="sum_over_batch_size", dtype=None, **kwargs):
         super().__init__(name=name or self.default_name, reduction=reduction, dtype=dtype)
@@ -234,21 +237,11 @@ class _Wrapper(Loss):
             )
         return type(self).fn(y_true, y_pred, **self._fn_kwargs)
 
-    def __call__(self, y_true, y_pred, sample_weight=None, *, logits=None):
-        """As `Loss`; a loss of the whole batch (``Dice(axis=None)``) reduces as Keras:
-        ``"none"`` and the means give that one value, weights multiply it per example."""
-        raw = jnp.asarray(self.call(jnp.asarray(y_true), jnp.asarray(y_pred), logits))
-        if raw.ndim:
-            return super().__call__(y_true, y_pred, sample_weight, logits=logits)
-        values = raw if sample_weight is None else raw * jnp.asarray(sample_weight, raw.dtype)
-        if self.reduction == "none":
-            return values
-        total = jnp.sum(values)
-        return total if self.reduction == "sum" else total / values.size
-
     def get_config(self) -> dict[str, Any]:
-        """Keras's config: ``name``, ``reduction`` and the loss's own arguments."""
-        return {"name": self.name, "reduction": self.reduction, **self._fn_kwargs}
+        """Keras's config: ``name``, ``reduction`` and the loss's own arguments (and the
+        ``dtype`` when not float32)."""
+        dtype = {} if self.dtype == "float32" else {"dtype": self.dtype}
+        return {"name": self.name, "reduction": self.reduction, **self._fn_kwargs, **dtype}
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Loss:

@@ -166,9 +166,12 @@ def _object_from(entry: Any, kind: str) -> Any:
     cls = _class(entry, namespace, object)
     config = dict(entry.get("config") or {})
     reduction = config.pop("reduction", "sum_over_batch_size")
-    if reduction not in ("sum_over_batch_size", None):
+    kwargs = _accepted(cls, config, entry["class_name"])
+    if kind == "losses" and reduction not in ("none", None):  # Keras 3's reductions: all taken
+        kwargs["reduction"] = reduction
+    elif reduction not in ("sum_over_batch_size", None):
         raise _NotSerializable(f"{entry['class_name']}(reduction={reduction!r}) is not read")
-    return cls(**_accepted(cls, config, entry["class_name"]))
+    return cls(**kwargs)
 
 
 def _metrics_from(entry: Any) -> Any:

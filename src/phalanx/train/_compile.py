@@ -215,6 +215,7 @@ def resolve_compile(
             loss, metrics, loss_weights, weighted_metrics
         )
     else:
+        _check_reduced(loss)
         loss_fn = None if loss is None else _losses.get(loss)
         loss_fn = _single_loss_weight(loss_fn, loss_weights)
         resolved, weighted = (), ()
@@ -234,6 +235,20 @@ def resolve_compile(
             "phalanx.metrics.AUC(name='auc_2'), or a function with another __name__."
         )
     return CompileConfig(opt, tx, loss_fn, resolved, steps_per_execution, seed, weighted)
+
+
+def _check_reduced(loss: Any) -> None:
+    """Raises ``CompileArgumentError`` for a loss object of ``reduction="none"`` (or None): it
+    gives one value per example, and ``fit`` needs one per batch (Keras 3's JAX ``fit`` fails
+    on it: 'Gradient only defined for scalar-output functions')."""
+    if isinstance(loss, _losses.Loss) and loss.reduction in (None, "none"):
+        raise CompileArgumentError(
+            f"compile(loss={type(loss).__name__}(reduction={loss.reduction!r})): a loss that "
+            "returns one value per example cannot be minimized; Keras 3's fit fails on it "
+            "('Gradient only defined for scalar-output functions'). Give it "
+            "reduction='sum_over_batch_size' (the default), 'mean_with_sample_weight' or "
+            "'sum', or pass the loss's name ('mse')."
+        )
 
 
 def _single_loss_weight(loss_fn: Any, loss_weights: Any) -> Any:

@@ -14,14 +14,27 @@ from __future__ import annotations
 
 from typing import Any
 
+import flax.nnx as nnx
 import jax
 import numpy as np
 
-from ..errors import PhalanxError
+from ..errors import NotCompiledError, PhalanxError
+from ..regularizers import _regularizers
 from . import _step
 
 
-def check_first_batch(model: Any, first: Any, *, with_targets: bool) -> None:
+def no_loss_message(what: str) -> str:
+    """The message of ``NotCompiledError`` for a model with no loss to minimize."""
+    return (
+        f"No loss to compute: {what}() needs a loss, and compile() was given none (only an "
+        "optimizer) while no layer of the model adds one (add_loss, a regularizer). Provide "
+        "a `loss` argument in `compile()`: e.g. model.compile(optimizer='adam', loss='mse')."
+    )
+
+
+def check_first_batch(
+    model: Any, first: Any, *, with_targets: bool, training: bool = False
+) -> None:
     """Raises the phalanx error the first step would raise on ``first``'s shapes.
 
     Args:
@@ -29,8 +42,11 @@ def check_first_batch(model: Any, first: Any, *, with_targets: bool) -> None:
       first: the epoch's first ``Execution`` (stacked batches, or indices into
         the resident ``data``).
       with_targets: check ``y`` against the loss too (fit, evaluate; not predict).
+      training: for ``fit``: without a compiled loss, the layers must add one.
 
     Raises:
+      NotCompiledError: ``fit`` without a compiled loss, and no layer adds one
+        on this batch (Keras 3's "No loss to compute").
       PhalanxError: the model cannot take the batch's ``x`` (``LayerShapeError``)
         or the loss its ``y`` (``LossArgumentError``); with a short traceback.
     """
@@ -43,6 +59,8 @@ def check_first_batch(model: Any, first: Any, *, with_targets: bool) -> None:
     if key in checked:
         return
     y = y if with_targets and config.loss is not None else None
+    if training and config.loss is None and not _layers_add_losses(config, state, x):
+        raise NotCompiledError(no_loss_message("fit"))
 
     def forward(params, rest, x, y):
         y_pred, logits, _, _ = _step._forward(
@@ -61,6 +79,28 @@ def check_first_batch(model: Any, first: Any, *, with_targets: bool) -> None:
     except Exception:  # anything else: left to the step, which raises it as before
         return
     checked.add(key)
+
+
+def _layers_add_losses(config: Any, state: Any, x: Any) -> bool:
+    """Whether a training call on ``x`` adds a loss (``add_loss``, an activity regularizer)
+    or a layer has a weight regularizer: the loss ``fit`` minimizes without a compiled one."""
+    if not config.regularized:
+        return False
+    found = []
+
+    def forward(params, rest, x):
+        graphdef, key = config.train_graphdef, jax.random.key(0)
+        _, _, _, activity = _step._forward(
+            config, graphdef, params, rest, x, training=True, key=key
+        )
+        module = nnx.merge(config.train_graphdef, params, rest)
+        found.append(bool(activity) or bool(_regularizers.weight_losses(module)))
+
+    try:
+        jax.eval_shape(forward, state.params, state.rest, x)
+    except Exception:  # the step raises it, as for any other batch
+        return True
+    return any(found)
 
 
 def _batch_specs(first: Any) -> tuple[Any, Any]:

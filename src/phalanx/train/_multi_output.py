@@ -22,6 +22,7 @@ import jax.numpy as jnp
 
 from .. import losses as _losses
 from .. import metrics as _metrics
+from ..errors import CompileArgumentError
 
 
 def _keys(structure: Any) -> list:
@@ -55,6 +56,16 @@ class MultiOutputLoss:
                 )
             self.weights = {k: float(loss_weights[k]) for k in self.keys}
         self.name = "loss"
+        for k, loss in self.losses.items():
+            _check_mean_of_examples(loss, k)
+
+    def batch_terms(self, y_true: Any, y_pred: Any, weight: Any, mask: Any, *, logits=None):
+        """This piece of the batch's ``(numerator, divisor)``: the outputs' weighted sum of
+        the examples' losses, and the real examples' count (see ``Loss.batch_terms``)."""
+        del logits
+        values = self.per_example(y_true, y_pred)
+        numerator = jnp.sum(jnp.where(mask > 0, values * weight, 0.0))
+        return numerator, jnp.sum(mask)
 
     def per_example(self, y_true: Any, y_pred: Any, sample_weight: Any = None, *, logits=None):
         """The weighted sum over outputs of each example's loss, ``[batch]``."""
@@ -92,10 +103,34 @@ class ScaledLoss:
         """The wrapped loss's per-example values times the weight, ``[batch]``."""
         return self.weight * self.loss.per_example(y_true, y_pred, sample_weight, logits=logits)
 
+    def batch_terms(self, y_true: Any, y_pred: Any, weight: Any, mask: Any, *, logits=None):
+        """The wrapped loss's ``(numerator, divisor)`` with the numerator times the weight."""
+        numerator, divisor = self.loss.batch_terms(y_true, y_pred, weight, mask, logits=logits)
+        return self.weight * numerator, divisor
+
     __call__ = per_example
 
     def __repr__(self) -> str:
         return f"ScaledLoss({self.loss!r}, {self.weight})"
+
+
+def _check_mean_of_examples(loss: Any, key: Any) -> None:
+    """Raises ``CompileArgumentError`` for an output's loss that is not the mean over examples
+    (another reduction, ``ignore_class``): phalanx's multi-output ``compile`` adds the
+    outputs' per-example losses."""
+    if loss is None:
+        return
+    reduction = getattr(loss, "reduction", "sum_over_batch_size")
+    ignore = getattr(loss, "ignore_class", None)
+    if reduction in ("sum_over_batch_size", "mean", "auto", "none") and ignore is None:
+        return
+    what = f"ignore_class={ignore!r}" if ignore is not None else f"reduction={reduction!r}"
+    raise CompileArgumentError(
+        f"The loss of output {key!r}, {type(loss).__name__}({what}), is not supported in a "
+        "loss per output: phalanx's multi-output compile adds each output's mean over the "
+        "examples (reduction 'sum_over_batch_size'). Use that reduction, or give an ignored "
+        "class's examples sample_weight 0."
+    )
 
 
 def _check_structure(y_true: Any, y_pred: Any, keys: list) -> None:

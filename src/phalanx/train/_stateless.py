@@ -74,9 +74,10 @@ class StatelessMethods:
     ) -> jax.Array:
         """The compiled loss of a batch (Keras 3's ``compute_loss``).
 
-        Keras's ``"sum_over_batch_size"``: the weighted per-example losses summed
-        and divided by the batch size (a weight of 0 removes an example from the
-        sum, not from the count).
+        Reduced as the loss's ``reduction`` says, as Keras: by default
+        (``"sum_over_batch_size"``) the weighted losses summed and divided by the
+        valid entries' count (a weight of 0 removes an example from the sum, not
+        from the count).
 
         Raises:
           NotCompiledError: ``compile`` was given no loss.
@@ -89,12 +90,14 @@ class StatelessMethods:
                 "none: e.g. model.compile(optimizer='adam', loss='mse'), or compute your "
                 "own loss in the step (a phalanx.losses object: loss_fn(y, y_pred))."
             )
-        per_example = config.loss.per_example(y, y_pred, logits=None)
-        batch = per_example.shape[0]
+        batch = jax.tree.leaves(y_pred)[0].shape[0]
+        weight = jnp.ones((batch,), jnp.float32)
         if sample_weight is not None:
-            weight = jnp.asarray(sample_weight, jnp.float32).reshape(per_example.shape[:1])
-            per_example = jnp.where(weight != 0, per_example * weight, 0.0)
-        return jnp.sum(per_example) / batch
+            weight = jnp.asarray(sample_weight, jnp.float32).reshape((batch,))
+        numerator, divisor = config.loss.batch_terms(y, y_pred, weight, jnp.ones_like(weight))
+        if divisor is None:
+            return numerator
+        return jnp.where(divisor == 0, 0.0, numerator / jnp.where(divisor == 0, 1.0, divisor))
 
     def random_key(self) -> jax.Array:
         """A fresh PRNG key inside an overridden step (Keras: ``keras.random`` with a

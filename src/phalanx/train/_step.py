@@ -218,14 +218,37 @@ def _sync_rest(old_rest, new_rest):
     return jax.tree.map(sync, old_rest, new_rest)
 
 
-def _accumulate(
-    config: StepConfig, state: TrainState, y, y_pred, weight, mask, per_example, penalty=0.0
-):
+def data_loss(config: StepConfig, y, y_pred, logits, weight, mask) -> jax.Array:
+    """This replica's share of the compiled loss of the global batch (0 without a loss).
+
+    The loss's ``batch_terms`` give this replica's numerator and divisor (Keras 3's
+    reduction: the valid entries' count, the weights' sum, or 1 for ``"sum"``);
+    the divisor is added over replicas, so the shares add up to Keras's value on
+    the global batch and their gradients, summed over replicas, to its gradient.
+    """
+    if config.loss is None:
+        return jnp.zeros((), jnp.float32)
+    numerator, divisor = config.loss.batch_terms(y, y_pred, weight, mask, logits=logits)
+    if divisor is None:
+        return numerator
+    total = jax.lax.psum(jax.lax.stop_gradient(divisor), AXIS)
+    safe = jnp.where(total == 0, 1.0, total)
+    return jnp.where(total == 0, 0.0, numerator / safe)  # Keras's divide_no_nan
+
+
+def _logs_loss(config: StepConfig) -> bool:
+    """A loss is logged: a compiled one, or only the layers' (``add_loss``, regularizers)."""
+    return config.loss is not None or config.regularized
+
+
+def _accumulate(config: StepConfig, state: TrainState, y, y_pred, weight, mask, share, penalty):
     """Adds this step's loss, metric increments and label check, over replicas, to the state.
 
     ``weight`` is the sample weight of each example (0 for padding), ``mask`` 1
     for real examples: ``metrics=`` see only the mask, ``weighted_metrics=``
-    the weight, as Keras 3.
+    the weight, as Keras 3. ``share`` is this replica's share of the batch's
+    compiled loss (:func:`data_loss`): the logged loss, as Keras's loss tracker,
+    is the mean of the batches' losses weighted by their example counts.
     ``penalty`` is this replica's share of the regularization term of the logged
     loss, already multiplied by the examples it counts for (Keras logs the data
     loss plus the penalties, averaged over the examples). One ``psum`` carries
@@ -238,9 +261,9 @@ def _accumulate(
         for m, weighted in zip(config.metrics, flags, strict=True)
     )
     loss_inc = jnp.zeros(2, jnp.float32)
-    if per_example is not None:
-        weighted = jnp.where(mask > 0, per_example * weight, 0.0)
-        loss_inc = jnp.stack([jnp.sum(weighted) + penalty, jnp.sum(mask)]).astype(jnp.float32)
+    if _logs_loss(config):
+        count = jax.lax.psum(jnp.sum(mask), AXIS)
+        loss_inc = jnp.stack([share * count + penalty, jnp.sum(mask)]).astype(jnp.float32)
     bad = _bad_labels(config, y, y_pred, mask)
     count = jnp.float32(0) if bad is None else bad[0]
     loss_inc, incs, count = jax.lax.psum((loss_inc, incs, count), AXIS)
@@ -314,24 +337,21 @@ def train_gradients(config: StepConfig, state: TrainState, batch):
         y_pred, logits, new_rest, activity = _forward(
             config, config.train_graphdef, params, rest_in, x, training=True, key=key
         )
-        per_example = config.loss.per_example(y, y_pred, logits=logits)
-        # where, not a product: a padded row's loss may be anything, even NaN. A real row
-        # counts whatever its weight, as Keras: a NaN sample_weight makes the loss NaN.
-        weighted = jnp.where(mask > 0, per_example * weight, 0.0)
+        share = data_loss(config, y, y_pred, logits, weight, mask)
         weights, activity = _penalties(
             config, config.train_graphdef, params, rest_in, activity, mask
         )
         # TensorFlow's scale_regularization_loss: the weight penalties / replicas; the
         # gradients, summed over replicas, then count them once.
-        loss = (jnp.sum(weighted) + activity) / denom + weights / jax.lax.axis_size(AXIS)
+        loss = share + activity / denom + weights / jax.lax.axis_size(AXIS)
         logged = weights * jnp.sum(mask) + activity
         if scale is not None:
             loss = loss * scale
-        return loss, (y_pred, per_example, new_rest, logged)
+        return loss, (y_pred, share, new_rest, logged)
 
-    grads, (y_pred, per_example, new_rest, logged) = jax.grad(loss_fn, has_aux=True)(state.params)
+    grads, (y_pred, share, new_rest, logged) = jax.grad(loss_fn, has_aux=True)(state.params)
     rest = _sync_rest(state.rest, new_rest)
-    state = _accumulate(config, state, y, y_pred, weight, mask, per_example, logged)
+    state = _accumulate(config, state, y, y_pred, weight, mask, share, logged)
     return grads, state._replace(rest=rest)
 
 
@@ -342,14 +362,12 @@ def eval_step(config: StepConfig, state: TrainState, batch) -> TrainState:
     y_pred, logits, _, activity = _forward(
         config, config.eval_graphdef, state.params, state.rest, x, training=False
     )
-    per_example = (
-        config.loss.per_example(y, y_pred, logits=logits) if config.loss is not None else None
-    )
+    share = data_loss(config, y, y_pred, logits, weight, mask)
     weights, activity = _penalties(
         config, config.eval_graphdef, state.params, state.rest, activity, mask
     )
     logged = weights * jnp.sum(mask) + activity  # Keras's evaluate adds the penalties too
-    return _accumulate(config, state, y, y_pred, weight, mask, per_example, logged)
+    return _accumulate(config, state, y, y_pred, weight, mask, share, logged)
 
 
 def predict_step(config: StepConfig, state: TrainState, x) -> Any:
@@ -363,7 +381,7 @@ def predict_step(config: StepConfig, state: TrainState, x) -> Any:
 def results(config: StepConfig, state: TrainState) -> dict[str, jax.Array]:
     """The loss and every metric from the accumulators, keyed by Keras's names."""
     logs = {}
-    if config.loss is not None:
+    if _logs_loss(config):
         logs["loss"] = state.loss[0] / jnp.maximum(state.loss[1], 1.0)
     for metric, acc in zip(config.metrics, state.metrics, strict=True):
         logs[metric.name] = metric.result(acc)

@@ -292,16 +292,17 @@ class Trainer(StatelessMethods):
                 "model.compile(optimizer='adam', loss='sparse_categorical_crossentropy')."
             )
         custom = _override.overridden(self, "train_step") is not None
+        module = getattr(self, "_module", None)
         if (
             by_user
             and what in ("fit", "train_on_batch")
             and self._config.loss is None
             and not custom
+            # layers that may add losses (add_loss, regularizers): the loss is theirs, as
+            # Keras; the first batch tells whether they add any (_first_batch)
+            and not (module is not None and _regularizers.has_regularizers(module))
         ):
-            raise NotCompiledError(
-                f"{what}() needs a loss, and compile() was given none (only an optimizer): "
-                "e.g. model.compile(optimizer='adam', loss='mse')."
-            )
+            raise NotCompiledError(_first_batch.no_loss_message(what))
         return self._config
 
     # -- state --------------------------------------------------------------
@@ -731,7 +732,9 @@ class Trainer(StatelessMethods):
             self.build(shape)
         self._init_state()
         targets = where is not None and getattr(adapter, "has_targets", True) is not False
-        _first_batch.check_first_batch(self, first, with_targets=targets)
+        _first_batch.check_first_batch(
+            self, first, with_targets=targets, training=where == "fit's x"
+        )
         executions = itertools.chain([first], executions)
         if getattr(adapter, "process_local", False) and jax.process_count() > 1:
             executions = _loop.in_step(executions, "input")
