@@ -16,6 +16,7 @@ import logging
 import os
 
 import jax
+from jax.experimental.compilation_cache import compilation_cache
 
 ENV = "PHALANX_COMPILATION_CACHE"
 
@@ -47,7 +48,6 @@ def enable_from_env() -> str | None:
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     # JAX decides on its first compile whether it uses a cache (building a model
     # compiled already): make it decide again.
-    from jax.experimental.compilation_cache import compilation_cache
 
     compilation_cache.reset_cache()
     log.info("phalanx: compiled programs are cached in %s (%s).", folder, ENV)

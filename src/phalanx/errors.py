@@ -8,6 +8,8 @@ keeps working.
 
 from __future__ import annotations
 
+import difflib
+
 
 class PhalanxError(Exception):
     """Base class of every phalanx error."""
@@ -370,8 +372,6 @@ class UnknownNameError(PhalanxError, ValueError):
           >>> print(UnknownNameError.of("loss", "msee", ["mae", "mse"], hint="Or a function."))
           Unknown loss 'msee'. Did you mean 'mse'? The known loss names are ['mae', 'mse']. Or a function.
         """
-        import difflib
-
         by_lower: dict[str, str] = {}
         for name in known:  # one spelling per name ('huber' and 'Huber' are one)
             by_lower.setdefault(name.lower(), name)

@@ -8,7 +8,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..errors import CallbackArgumentError, CheckpointError
+from ..checkpoint import Checkpoint, CheckpointManager, PreemptionCheckpointHandler
+from ..checkpoint._io import as_path, is_checkpoint, is_remote
+from ..checkpoint._preemption import check_termination_config
+from ..errors import CallbackArgumentError, CheckpointError, CheckpointMismatchError
 from . import _process
 from ._args import check_path
 from ._callback import Callback, Logs
@@ -26,8 +29,6 @@ class Resumable(Protocol):
 
 
 def _is_checkpoint(path: str) -> bool:
-    from ..checkpoint._io import is_checkpoint
-
     return is_checkpoint(path)
 
 
@@ -134,7 +135,6 @@ class BackupAndRestore(Callback):
                     f"BackupAndRestore: {name} must be True or False; received {value!r} "
                     f"({type(value).__name__})."
                 )
-        from ..checkpoint._io import as_path, is_remote
 
         local = as_path(backup_dir, "BackupAndRestore")  # a missing protocol package fails here
         if not is_remote(local) and os.path.lexists(local) and not os.path.isdir(local):
@@ -147,8 +147,6 @@ class BackupAndRestore(Callback):
         self.delete_checkpoint = bool(delete_checkpoint)
         self.async_save = bool(async_save)
         if termination_config is not None:
-            from ..checkpoint._preemption import check_termination_config
-
             check_termination_config(termination_config, "BackupAndRestore")
         self.termination_config = termination_config
         self.save_before_preemption = bool(save_before_preemption) or termination_config is not None
@@ -158,8 +156,6 @@ class BackupAndRestore(Callback):
         self._epoch_start = 0
 
     def _make_manager(self):
-        from ..checkpoint import Checkpoint, CheckpointManager
-
         checkpoint = Checkpoint(model=self.model, async_save=self.async_save)
         return CheckpointManager(
             self.backup_dir, max_to_keep=1, checkpoint=checkpoint, async_save=self.async_save
@@ -179,8 +175,6 @@ class BackupAndRestore(Callback):
         self._steps = self.model.optimizer.iterations if restored is not None else 0
         self._resumed_in_epoch = position.step if restored is not None else 0
         if self.save_before_preemption:
-            from ..checkpoint import PreemptionCheckpointHandler
-
             self._preemption = PreemptionCheckpointHandler(
                 self._manager, termination_config=self.termination_config
             )
@@ -195,8 +189,6 @@ class BackupAndRestore(Callback):
         start over at epoch 1). A damaged folder that is not a checkpoint is renamed aside
         (``<name>.damaged``) so that the next backup can take its number.
         """
-        from ..errors import CheckpointMismatchError
-
         damaged: list[tuple[str, str]] = []
         for path, committed in self._candidates():
             if not committed:

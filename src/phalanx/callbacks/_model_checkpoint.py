@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..checkpoint import Checkpoint
+from ..checkpoint._io import as_path
 from ..errors import CallbackArgumentError, WeightsFileError
 from ..io import _fs
 from ..saving._keras_model import require_h5py
@@ -119,8 +121,6 @@ class ModelCheckpoint(MonitorCallback):
         if self.saves_keras_file or self.filepath.endswith(".weights.h5"):
             require_h5py(f"ModelCheckpoint({self.filepath!r}) (a Keras file)")
         elif not self.saves_keras_file:  # refused now, not after the first epoch
-            from ..checkpoint._io import as_path
-
             as_path(self.filepath.split("{")[0] or ".", "ModelCheckpoint(save_weights_only=False)")
         self.save_freq = save_freq
         self._steps = StepCounter()
@@ -171,8 +171,6 @@ class ModelCheckpoint(MonitorCallback):
         elif self.saves_keras_file:
             self.model.save(filepath, overwrite=True)
         else:
-            from ..checkpoint import Checkpoint
-
             Checkpoint(model=self.model).write(filepath)
 
     def _improved(self, epoch: int, logs: Logs, filepath: str) -> bool:

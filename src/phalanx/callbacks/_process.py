@@ -12,11 +12,11 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+import jax
+
 
 def process_index() -> int:
     """This process's index among the JAX processes (0 when running alone)."""
-    import jax
-
     return jax.process_index()
 
 

@@ -33,7 +33,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import jax
+import numpy as np
+
+from .. import _threads
+from ..cluster import _agree, _kv, watchdog
 from ..errors import CheckpointError
+from . import _file
 
 log = logging.getLogger("phalanx")
 
@@ -47,9 +53,6 @@ def host_arrays(arrays: dict) -> dict | None:
       >>> type(host["model"]["a0"]).__name__, host["model"]["a0"].tolist()
       ('ndarray', [1.0, 1.0])
     """
-    import jax
-    import numpy as np
-
     leaves = jax.tree.leaves(arrays)
     arrays_of_jax = [a for a in leaves if isinstance(a, jax.Array)]
     if any(not (a.is_fully_addressable or a.is_fully_replicated) for a in arrays_of_jax):
@@ -87,8 +90,6 @@ class Background:
 
     def run(self, job: Callable[..., Any], *args: Any) -> None:
         """Waits for the previous job (raising its error), then starts ``job(*args)``."""
-        from .. import _threads
-
         self.wait()
         self._done.clear()
         if self._thread is None or not self._thread.is_alive():
@@ -151,15 +152,11 @@ class Background:
 
 def processes() -> tuple[int, int]:
     """``(this process's index, the number of processes)``."""
-    from ..cluster import _kv
-
     return _kv.process_id(), _kv.num_processes()
 
 
 def agree_timeout() -> float:
     """How long processes wait for each other to finish a checkpoint (uploads take minutes)."""
-    from ..cluster import watchdog
-
     return max(float(watchdog.timeout), 600.0)
 
 
@@ -169,8 +166,6 @@ def agree(tag: str, failure: BaseException | None, path: str) -> None:
     Raises:
       CheckpointError: a process failed (named, with this process's error).
     """
-    from ..cluster import _agree
-
     agreed = _agree.all_have(tag, failure is None, timeout_s=agree_timeout())
     if not all(agreed):
         failed = [p for p, good in enumerate(agreed) if not good]
@@ -192,8 +187,6 @@ def same_path(tag: str, path: str) -> None:
     Raises:
       CheckpointError: the processes save to different paths (on every process alike).
     """
-    from ..cluster import _kv
-
     paths = _kv.gather(tag, path, timeout_s=agree_timeout(), what="the path of its checkpoint")
     if len(set(paths)) > 1:
         raise CheckpointError(
@@ -214,7 +207,7 @@ class Checkpointers:
 
     def get(self, async_save: bool):
         """orbax's checkpointer (async or not) of composite checkpoints, made on first use."""
-        from . import _io
+        from . import _io  # local: _io imports _remote, which imports this module
 
         if async_save not in self._made:
             self._made[async_save] = _io.checkpointer(async_save)
@@ -261,9 +254,6 @@ class LocalWriter:
           CheckpointError: the previous asynchronous save failed; or, saving
             synchronously, this save failed on some process.
         """
-        from ..cluster import _agree
-        from . import _file
-
         self.wait_until_finished()
         if processes()[1] == 1:  # with several, process 0's write checks it (and all agree)
             _file.check_target(path)  # before the copy: a save that cannot happen, at once
@@ -279,8 +269,6 @@ class LocalWriter:
         self._background.run(self._write, path, host, meta, tag, after_commit)
 
     def _write(self, path: str, host: dict, meta: dict, tag: str, after_commit) -> None:
-        from . import _file
-
         try:
             me, n = processes()
             failure = None
@@ -302,8 +290,7 @@ class LocalWriter:
 
     def _save_split(self, path: str, arrays: dict, meta: dict, after_commit) -> None:
         """orbax writes arrays split over processes (each process its shards)."""
-        from ..cluster import _agree
-        from . import _file, _io
+        from . import _io  # local: _io imports _remote, which imports this module
 
         same_path(f"checkpoint-split/{_agree.new_round()}/path", path)
         _file.check_target(path)  # every process sees this folder (orbax merges their files)

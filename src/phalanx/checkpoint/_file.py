@@ -64,6 +64,10 @@ import shutil
 import struct
 from typing import Any
 
+import crc32c
+import ml_dtypes
+import numpy as np
+
 from ..errors import CheckpointError, CheckpointWriteError
 
 #: The one file of a checkpoint in this format.
@@ -87,27 +91,19 @@ def is_file_checkpoint(path: str) -> bool:
 
 
 def _dtype(name: str):
-    import numpy as np
-
     try:
         return np.dtype(name)
     except TypeError:  # bfloat16, float8_*, int4: ml_dtypes (installed with jax)
-        import ml_dtypes
-
         return np.dtype(getattr(ml_dtypes, name))
 
 
 def _as_bytes(array: Any):
     """``array``'s bytes in C order, as a uint8 view (no copy when already contiguous)."""
-    import numpy as np
-
     return np.ascontiguousarray(array).reshape(-1).view(np.uint8)
 
 
 def encode(arrays: dict, meta: dict) -> tuple[bytes, list]:
     """``(head, chunks)``: the magic, length, header and padding; then the arrays' bytes."""
-    import numpy as np
-
     table: dict[str, list] = {}
     chunks, offset = [], 0
     for name, tree in arrays.items():
@@ -127,8 +123,6 @@ def encode(arrays: dict, meta: dict) -> tuple[bytes, list]:
 
 
 def _crc(data) -> int:
-    import crc32c
-
     return crc32c.crc32c(data)
 
 
@@ -366,8 +360,6 @@ def read_arrays(path: str, names: list[str]) -> dict:
     Raises:
       CheckpointError: the file is damaged (``read_header``).
     """
-    import numpy as np
-
     header, data_start = read_header(path)
     file = os.path.join(path, FILE)
     out: dict[str, dict] = {}

@@ -26,11 +26,16 @@ orbax is imported when first used, so ``import phalanx`` stays fast.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from pathlib import Path
 from typing import Any
 
+import crc32c
+import numpy as np
+
 from ..errors import CheckpointError, CheckpointNotFoundError
+from ..io import _fs
 from . import _file
 from ._objects import FORMAT
 
@@ -68,10 +73,6 @@ _META_KEYS = {"format", "save_counter", "objects"}
 
 def meta_checksum(meta: dict) -> int:
     """The CRC32C of ``meta`` as canonical JSON (sorted keys, no spaces)."""
-    import json
-
-    import crc32c
-
     return crc32c.crc32c(json.dumps(meta, sort_keys=True, separators=(",", ":")).encode())
 
 
@@ -113,7 +114,6 @@ def as_path(path: Any, what: str) -> str:
             f"{what} expects a path (str or os.PathLike), got {path!r} of type "
             f"{type(path).__name__}. Pass a directory name such as 'ckpt/run1'."
         )
-    from ..io import _fs
 
     text = os.fspath(path)
     local = _fs.os_path(text)  # a plain path or a file:// URL; None for other URLs
@@ -124,15 +124,13 @@ def as_path(path: Any, what: str) -> str:
 
 def is_remote(path: str) -> bool:
     """Whether ``path`` (as ``as_path`` returned it) is a URL that ``_remote`` writes."""
-    from ..io import _fs
-
     return _fs.is_url(path)
 
 
 def is_checkpoint(path: Any) -> bool:
     """Whether ``path`` is a committed phalanx checkpoint directory (local or a URL)."""
     if is_remote(os.fspath(path)):
-        from . import _remote
+        from . import _remote  # local: _remote imports this module (URL checkpoints)
 
         return _remote.is_committed(os.fspath(path))
     return _file.holds_checkpoint(os.fspath(path))
@@ -201,8 +199,6 @@ def read_arrays(path: str, meta: dict, names: list[str], reader=None) -> dict:
 def _check_against_manifest(path: str, name: str, manifest: list, arrays: dict) -> None:
     """Refuses arrays whose number, shape or dtype differ from the checkpoint's own manifest
     (a row of the array table that says float64[4] where the manifest says float32[8])."""
-    import numpy as np
-
     extra = sorted(set(arrays) - {f"a{i}" for i in range(len(manifest))})
     for i, (array_name, spec) in enumerate(manifest):
         array = arrays.get(f"a{i}")
@@ -222,8 +218,6 @@ def _check_against_manifest(path: str, name: str, manifest: list, arrays: dict) 
 
 
 def _read_orbax_arrays(path: str, counts: dict, reader) -> dict:
-    import numpy as np
-
     o = ocp()
     restore_args = {
         name: {f"a{i}": o.RestoreArgs(restore_type=np.ndarray) for i in range(n)}
@@ -263,8 +257,6 @@ def orbax_errors(path: str, item: str):
 def damaged_json_files(path: str) -> tuple[str, str] | None:
     """``(file, why)`` of the first JSON metadata file of an orbax checkpoint that does not
     parse (orbax's metadata files are JSON, whatever their names), or None."""
-    import json
-
     for folder, _, files in sorted(os.walk(path)):
         for name in sorted(files):
             file = os.path.join(folder, name)

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..errors import CheckpointError
 from . import _io, _objects, _remote, _steps
 from ._checkpoint import Checkpoint
@@ -223,7 +225,6 @@ class CheckpointManager:
             number = max(ckpt.save_counter, -1 if latest is None else latest) + 1
         else:
             number = checkpoint_number
-        import numpy as np
 
         if isinstance(number, bool) or not isinstance(number, int | np.integer) or number < 0:
             raise CheckpointError(

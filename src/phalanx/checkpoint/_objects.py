@@ -49,7 +49,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import jax
 import numpy as np
+from flax import nnx
 
+from ..cluster import _kv
+from ..data._iterator import STATE_FORMAT, share_why
 from ..errors import CheckpointError, CheckpointMismatchError
 from ._manifest import check_manifest
 
@@ -110,8 +113,6 @@ def _nnx_module(obj: Any) -> bool:
 
 def _tree_value(obj: Any) -> Any:
     if _nnx_module(obj):
-        from flax import nnx
-
         return nnx.state(obj)
     return obj
 
@@ -190,8 +191,6 @@ def _load_tree(obj: Any, manifest: dict[str, dict], arrays: dict[str, Any]) -> A
         out.append(restored)
     restored = jax.tree_util.tree_unflatten(treedef, out)
     if _nnx_module(obj):
-        from flax import nnx
-
         nnx.update(obj, restored)
         return obj
     return restored
@@ -252,8 +251,6 @@ def _with_input_states(name: str, data: Any) -> Any:
     """``data`` with the number of processes that saved it (``"processes"``) and, when each
     process reads its own share of the input, every process's input state
     (``"input_states"``; see the module docstring)."""
-    from ..cluster import _kv
-
     if not isinstance(data, dict):
         return data
     n = _kv.num_processes()
@@ -278,8 +275,6 @@ def _own_input_state(data: Any) -> Any:
     position), with the batch size of this count's shares; else a ``CheckpointError``
     says why (``_moved_input_state``).
     """
-    from ..cluster import _kv
-
     if not isinstance(data, dict):
         return data
     states = data.get("input_states")
@@ -300,8 +295,6 @@ def _moved_input_state(position: dict, states: Any, saved_n: int, n: int) -> Any
     """The input state for ``n`` processes from one saved by ``saved_n``; None to keep the
     saved position as it is (per-process shares at an epoch's start: no position is
     restored then); a ``CheckpointError`` for per-process shares mid-epoch."""
-    from ..data._iterator import share_why
-
     states = states if isinstance(states, list) else [position["input_state"]]
     mid_epoch = int(position.get("step", 0)) > 0
     shards = [
@@ -345,8 +338,6 @@ def _without_shard(iterator: Any) -> Any:
 
 def _is_dataset_state(state: dict) -> bool:
     """Whether the input state is a ``phalanx.data`` iterator's (a ``Dataset`` given to fit)."""
-    from ..data._iterator import STATE_FORMAT
-
     iterator = state.get("iterator")
     return isinstance(iterator, dict) and iterator.get("format") == STATE_FORMAT
 

@@ -33,7 +33,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import jax
+
+from ..cluster import _agree, _kv, watchdog
 from ..errors import CheckpointError
+from ..io import gfile
+from . import _io
+from ._checkpoint import Checkpoint
+from ._io import as_path
+from ._manager import CheckpointManager
 from ._termination import (
     WATCH_INTERVAL_S,
     TerminationConfig,
@@ -193,13 +201,9 @@ class PreemptionCheckpointHandler:
 
     def _agree(self, vote: str) -> str:
         """Every process's votes joined: exit if any says exit, else notice if any says so."""
-        import jax
-
         if jax.process_count() == 1:
             votes = [vote]
         else:
-            from ..cluster import _agree, _kv, watchdog
-
             if self._rounds is None:
                 self._rounds = _agree.new_round()
             tag = f"preempt/{self._rounds}/{self._checks}"
@@ -273,16 +277,9 @@ class PreemptionCheckpointHandler:
 
 def _saver(checkpoint: Any, checkpoint_dir: Any) -> tuple[Callable, Callable]:
     """``(save, wait)`` of a ``CheckpointManager``, or of a ``Checkpoint`` in ``checkpoint_dir``."""
-    from ._checkpoint import Checkpoint
-    from ._manager import CheckpointManager
-
     if isinstance(checkpoint, CheckpointManager):
         return checkpoint.save, checkpoint.wait_until_finished
     if isinstance(checkpoint, Checkpoint) and checkpoint_dir is not None:
-        from ..io import gfile
-        from . import _io
-        from ._io import as_path
-
         text = as_path(checkpoint_dir, "PreemptionCheckpointHandler's checkpoint_dir")
         if not _io.is_remote(text) and os.path.lexists(text) and not os.path.isdir(text):
             raise CheckpointError(  # now, not when the notice comes and the save must succeed

@@ -50,11 +50,14 @@ import re
 import secrets
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..cluster import _agree, _kv
 from ..errors import CheckpointError, CheckpointNotFoundError
-from . import _background, _io
+from ..io import _fs
+from . import _background, _file, _io
 from ._steps import Steps, deleting_old, to_delete
 
 #: The object written last into a remote checkpoint: it exists only once every file is there.
@@ -65,8 +68,6 @@ _OWNER = re.compile(r"(?:^|/)ocdbt\.process_(\d+)(?:/|$)")
 
 
 def _locate(url: str):
-    from ..io import _fs
-
     return _fs.locate(url)
 
 
@@ -222,8 +223,6 @@ _agree_timeout = _background.agree_timeout
 
 def _staging_folder(tag: str) -> str:
     """A new staging folder, the same path on every process (process 0 draws its name)."""
-    from ..cluster import _kv
-
     root = os.environ.get(STAGING_ENV) or tempfile.gettempdir()
     token = _kv.gather(
         f"{tag}/staging", secrets.token_hex(6), timeout_s=_agree_timeout(), what="a staging name"
@@ -243,10 +242,6 @@ def _require_shared(staging: str, tag: str, url: str) -> None:
     Raises:
       CheckpointError: a process did not see it (nothing was written).
     """
-    import time
-
-    from ..cluster import _agree, _kv
-
     me, _ = _processes()
     probe = os.path.join(staging, "phalanx-shared-probe")
     nonce = secrets.token_hex(8)
@@ -328,8 +323,6 @@ class RemoteWriter:
             arrays are split over processes whose staging folders are not shared;
             or, saving synchronously, this save failed.
         """
-        from ..cluster import _agree
-
         self.wait_until_finished()
         _, n = _processes()
         if n == 1:  # with several, process 0 checks it when it clears the URL (all agree)
@@ -364,8 +357,6 @@ class RemoteWriter:
     def _write_and_commit(self, host: dict, meta: dict, commit: tuple) -> None:
         """Process 0 writes phalanx's one file of the host arrays, inside the commit (after the
         URL is cleared, so that a failure is agreed like an upload's), and uploads it."""
-        from . import _file
-
         local = commit[2]
         write = (lambda: _file.write(local, host, meta)) if _processes()[0] == 0 else None
         self._commit(*commit, write=write)

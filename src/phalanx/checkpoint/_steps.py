@@ -22,6 +22,7 @@ import shutil
 
 from ..errors import CheckpointError, CheckpointWriteError
 from . import _background, _io
+from ._file import TMP
 
 log = logging.getLogger("phalanx")
 
@@ -203,8 +204,6 @@ class LocalSteps(Steps):
 def _remove(path: str) -> None:
     """Deletes the folder ``path``, renamed first: a process killed while deleting leaves a
     leftover that no listing takes for a checkpoint."""
-    from ._file import TMP
-
     gone = f"{path}{TMP}deleted"
     try:
         os.rename(path, gone)

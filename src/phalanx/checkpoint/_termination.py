@@ -28,6 +28,7 @@ import numbers
 import os
 import signal
 import threading
+import urllib.request
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -191,8 +192,6 @@ def on_gce() -> bool:
 
 
 def _gce_get(path: str) -> str:
-    import urllib.request  # here, not at import: most processes never ask GCE
-
     request = urllib.request.Request(gce_metadata_url(path), headers={"Metadata-Flavor": "Google"})
     with urllib.request.urlopen(request, timeout=GCE_REQUEST_TIMEOUT_S) as response:
         return response.read().decode("utf-8", "replace").strip()

@@ -13,9 +13,14 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 
 import numpy as np
+
+import phalanx
+from phalanx import layers
+from phalanx.callbacks import Callback
 
 from ._strategy import NAMES, choose_strategy
 
@@ -82,8 +87,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _load(args):
-    import phalanx
-
     if args.dataset == "digits":
         return phalanx.datasets.digits.load_data()
     (x, y), (xt, yt) = phalanx.datasets.mnist.load_data(args.data_dir)
@@ -125,8 +128,6 @@ class _EpochTimer:
     """Times each epoch (a callback), for the throughput line."""
 
     def __init__(self):
-        from phalanx.callbacks import Callback
-
         timer = self
 
         class _Timer(Callback):
@@ -157,11 +158,6 @@ def _check_options(args: argparse.Namespace) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     """Trains, evaluates and reports; returns the exit status (2 for a bad option)."""
-    import sys
-
-    import phalanx
-    from phalanx import layers
-
     problem = _check_options(args)
     if problem:
         print(f"phalanx demo: {problem}", file=sys.stderr)

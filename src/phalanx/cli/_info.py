@@ -21,7 +21,12 @@ import sys
 
 import jax
 
+import phalanx
+
+from ..cluster import set_cpu_device_count
+from ..errors import ClusterConfigError
 from . import _info_memory
+from ._strategy import choose_strategy
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -58,11 +63,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def collect() -> tuple[dict, str | None]:
     """Returns the facts ``phalanx info`` prints, and the cluster error (None when valid)."""
-    import phalanx
-
-    from ..errors import ClusterConfigError
-    from ._strategy import choose_strategy
-
     local = jax.local_devices()
     facts = {
         "phalanx": phalanx.__version__,
@@ -107,7 +107,6 @@ def run(args: argparse.Namespace) -> int:
                 f"phalanx info: --devices must be >= 1, got {args.info_devices}.", file=sys.stderr
             )
             return 2
-        from ..cluster import set_cpu_device_count
 
         set_cpu_device_count(args.info_devices)
     facts, error = collect()

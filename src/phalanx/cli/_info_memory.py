@@ -12,6 +12,11 @@ from __future__ import annotations
 import jax
 import numpy as np
 
+import phalanx
+from phalanx import layers
+from phalanx.train import _memory
+from phalanx.train._memory import readable_size
+
 #: The models ``--model`` chooses from: what each is.
 MODELS = {
     "demo": "phalanx demo's model on digits: Dense(128, relu) -> Dense(10, softmax), 64 inputs",
@@ -36,9 +41,6 @@ def device_memory() -> list[dict]:
 
 def _build(name: str):
     """The model (not compiled) and one random global batch maker ``batch(n) -> (x, y)``."""
-    import phalanx
-    from phalanx import layers
-
     rng = np.random.default_rng(0)
     if name == "transformer":
         tokens = phalanx.Input(shape=(32,), dtype="int32")
@@ -76,9 +78,6 @@ def model_memory(name: str, batch_size: int) -> list[dict]:
       ``parameters``, ``optimizer_state`` (from the placed arrays), ``arguments``,
       ``outputs``, ``aliased``, ``temporaries``, ``peak`` (XLA's memory analysis).
     """
-    import phalanx
-    from phalanx.train import _memory
-
     rows = []
     for sharded in (False, True):
         strategy = phalanx.MirroredStrategy(jax.local_devices(), shard_parameters=sharded)
@@ -106,8 +105,6 @@ def model_memory(name: str, batch_size: int) -> list[dict]:
 
 def print_memory(report: dict) -> None:
     """Prints ``--memory``'s part of ``phalanx info``."""
-    from phalanx.train._memory import readable_size
-
     print("\nmemory per device, as the platform reports it (Device.memory_stats()):")
     groups: dict[str, list[str]] = {}  # devices that report the same, on one line
     for entry in report["devices"]:

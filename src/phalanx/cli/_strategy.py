@@ -14,6 +14,10 @@ import dataclasses
 
 import jax
 
+import phalanx
+
+from ..cluster import resolve
+
 NAMES = ("auto", "one_device", "mirrored", "multi_worker")
 
 _CLASSES = {
@@ -54,8 +58,6 @@ class StrategyChoice:
 
     def build(self):
         """Creates the strategy (``multi_worker`` connects to the cluster)."""
-        import phalanx
-
         return getattr(phalanx, self.class_name)()
 
 
@@ -66,8 +68,6 @@ def choose_strategy(requested: str = "auto") -> StrategyChoice:
       ClusterConfigError: for ``auto`` and ``multi_worker``, the environment
         describes a cluster, badly (the message names the variable).
     """
-    from ..cluster import resolve
-
     if requested not in NAMES:
         raise ValueError(f"strategy must be one of {', '.join(NAMES)}, got {requested!r}.")
     if requested in ("one_device", "mirrored"):  # no cluster to read: a bad one is no matter

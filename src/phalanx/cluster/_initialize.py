@@ -23,11 +23,16 @@ import time
 import weakref
 from dataclasses import dataclass
 
+import jax
+from jax._src import xla_bridge
+from jax._src.distributed import global_state as g
+
 from ..errors import BackendAlreadyStartedError, ClusterMismatchError
 from ._cpu import cpu_device_count_from_env, set_cpu_device_count
 from ._rendezvous import attend_roll_call, bind_host, host_roll_call, jax_bind_address
 from ._resolve import resolve
 from ._resolver import ClusterResolver, split_address
+from ._watchdog import watchdog
 
 DEFAULT_INITIALIZATION_TIMEOUT = 60.0
 DEFAULT_HEARTBEAT_TIMEOUT = 15.0
@@ -99,8 +104,6 @@ def initialize(
       >>> phalanx.cluster.initialize()  # under `phalanx launch -n 2 -- script.py`  # doctest: +SKIP
       EnvClusterResolver(coordinator_address='127.0.0.1:52113', num_processes=2, process_id=0)
     """
-    import jax
-
     resolver = resolver if resolver is not None else resolve()
     if resolver is None:
         _apply_cpu_devices(cpu_device_count_from_env())
@@ -164,8 +167,6 @@ _TIMEOUTS = ("initialization_timeout", "heartbeat_timeout", "shutdown_timeout")
 
 def is_initialized() -> bool:
     """True when this process is connected to a multi-process cluster (by phalanx or by JAX)."""
-    import jax
-
     return bool(jax.distributed.is_initialized())
 
 
@@ -180,10 +181,6 @@ def shutdown() -> None:
     Waits at most ``shutdown_timeout`` seconds for the other processes to
     reach their own shutdown. Does nothing when not initialized.
     """
-    import jax
-
-    from ._watchdog import watchdog
-
     watchdog.stop()
     if jax.distributed.is_initialized() and _runtime.owns_jax:
         jax.distributed.shutdown()
@@ -197,8 +194,6 @@ def _already(resolver: ClusterResolver, jax) -> bool:
     """True when this process is already in ``resolver``'s cluster; raises for another one."""
     key = (resolver.coordinator_address, resolver.num_processes, resolver.process_id)
     if _runtime.key is None and jax.distributed.is_initialized():
-        from jax._src.distributed import global_state as g
-
         theirs = (g.coordinator_address, g.num_processes, g.process_id)
         if theirs != key:
             raise ClusterMismatchError(
@@ -221,8 +216,6 @@ def _already(resolver: ClusterResolver, jax) -> bool:
 
 
 def _check_backends_not_started() -> None:
-    from jax._src import xla_bridge
-
     if xla_bridge.backends_are_initialized():
         raise BackendAlreadyStartedError(_too_late("JAX's backends are already running"))
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import time
 
+from jax._src.distributed import global_state
+
 from ..errors import ProcessesMissingError
 
 PREFIX = "phalanx/"
@@ -27,22 +29,16 @@ _MISSING = "\x00missing:"
 
 def client():
     """JAX's coordination-service client, or None outside a multi-process job."""
-    from jax._src.distributed import global_state
-
     return global_state.client
 
 
 def process_id() -> int:
     """This process's id in the job (0 outside one)."""
-    from jax._src.distributed import global_state
-
     return int(global_state.process_id) if global_state.client is not None else 0
 
 
 def num_processes() -> int:
     """Processes in the job (1 outside one)."""
-    from jax._src.distributed import global_state
-
     return int(global_state.num_processes) if global_state.client is not None else 1
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import ctypes
+import json
 import os
 import queue
 import re
@@ -48,11 +49,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ._cpu import CPU_DEVICES_ENV
-from ._env import COORDINATOR_ENV, NUM_PROCESSES_ENV, PROCESS_ID_ENV
+from ._env import COORDINATOR_ENV, NUM_PROCESSES_ENV, PROCESS_ID_ENV, RUN_DIR_ENV
 from ._rendezvous import new_job_secret
 from ._resolver import JOB_SECRET_ENV
+from ._watchdog import Report
 
-RUN_DIR_ENV = "PHALANX_RUN_DIR"
 LOCAL_PROCESS_ID_ENV = "PHALANX_LOCAL_PROCESS_ID"
 TIMEOUT_EXIT = 124
 _POLL_S = 0.05
@@ -320,10 +321,6 @@ class _Supervisor:
 
     def _ledger(self) -> dict:
         """The processes' last watchdog reports (``_watchdog``'s files in the run folder)."""
-        import json
-
-        from ._watchdog import Report
-
         folder = os.path.join(self.run_dir, "watchdog")
         found = {}
         with contextlib.suppress(OSError):

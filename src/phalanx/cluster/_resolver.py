@@ -18,6 +18,9 @@ import os
 import re
 from collections.abc import Sequence
 
+import jax
+from jax._src import xla_bridge
+
 from ..errors import ClusterConfigError
 from ._spec import ClusterSpec
 
@@ -289,11 +292,7 @@ def env_int(name: str, *, minimum: int = 0, environ=None) -> int | None:
 
 def local_accelerators(local_device_ids: Sequence[int] | None = None) -> dict[str, int]:
     """Counts this machine's accelerators without starting JAX (see ``num_accelerators``)."""
-    from jax._src import xla_bridge
-
     if xla_bridge.backends_are_initialized():
-        import jax
-
         counts: dict[str, int] = {}
         for d in jax.local_devices():
             if d.platform != "cpu":
@@ -311,7 +310,7 @@ def local_accelerators(local_device_ids: Sequence[int] | None = None) -> dict[st
 def tpu_chip_count() -> int:
     """Returns the number of TPU chips on this machine's PCI bus (0 off TPU VMs)."""
     try:
-        from jax._src import hardware_utils
+        from jax._src import hardware_utils  # local: inside the try (a private JAX module)
 
         return int(hardware_utils.num_available_tpu_chips_and_device_id()[0])
     except Exception:  # a jax without hardware_utils, or an unreadable /sys

@@ -116,7 +116,9 @@ class TPUClusterResolver(ClusterResolver):
         Returns:
           The resolver.
         """
-        from ._initialize import initialize
+        from ._initialize import (
+            initialize,
+        )  # local: _initialize resolves clusters through this module
 
         resolver = cls(tpu, zone, project)
         initialize(resolver)

@@ -59,6 +59,7 @@ from dataclasses import asdict, dataclass
 
 from .._threads import start_thread
 from . import _kv
+from ._env import PROCESS_ID_ENV, RUN_DIR_ENV
 
 TIMEOUT_ENV = "PHALANX_WATCHDOG_TIMEOUT"
 DEFAULT_TIMEOUT = 120.0
@@ -408,8 +409,6 @@ def _bounded(call) -> None:
 
 
 def _run_dir() -> str | None:
-    from ._launcher import RUN_DIR_ENV
-
     base = os.environ.get(RUN_DIR_ENV)
     if not base:
         return None
@@ -426,7 +425,6 @@ def _num_processes() -> int:
 def _process_id() -> int:
     if _kv.client() is not None:
         return _kv.process_id()
-    from ._env import PROCESS_ID_ENV
 
     with contextlib.suppress(ValueError):
         return int(os.environ.get(PROCESS_ID_ENV, "0"))

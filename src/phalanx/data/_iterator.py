@@ -22,7 +22,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._random import data_root_seed
-from ..errors import IteratorStateError, NotCheckpointableError
+from ..errors import (
+    BatchShapeError,
+    IteratorStateError,
+    NotCheckpointableError,
+    StructureMismatchError,
+)
 from . import _structure as st
 
 STATE_FORMAT = "phalanx.data.iterator/1"
@@ -141,8 +146,6 @@ def stack_elements(
 
     ``first_index`` is the dataset position of ``elements[0]``, named in errors.
     """
-    from ..errors import BatchShapeError, StructureMismatchError
-
     tdef = st.treedef(elements[0])
     flats = [st.flatten(e) for e in elements]
     at = "" if first_index is None else f" (dataset element {first_index} onwards)"

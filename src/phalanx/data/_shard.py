@@ -62,6 +62,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import AutoShardError, BatchNotDivisibleError, DatasetArgumentError
+from . import _structure as st
 from ._assert_cardinality import AssertCardinalityDataset
 from ._batch import BatchDataset, PaddedBatchDataset, RebatchDataset, UnbatchDataset
 from ._cache import CacheDataset
@@ -379,7 +380,6 @@ def _reader_in_function(node: InterleaveDataset) -> bool:
     x = first_element(node._input)
     if x is _EMPTY:
         return False
-    from . import _structure as st
 
     return _reads_files(st.call_unpacked(node._fn, x))
 

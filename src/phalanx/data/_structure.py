@@ -10,6 +10,7 @@ the structure with no leaves, so every transformation passes it through as it is
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -474,8 +475,6 @@ def _call_unpacked(fn: Callable[..., Any], element: Any) -> Any:
 
 
 def _accepts(fn: Callable[..., Any], n: int) -> bool:
-    import inspect
-
     try:
         inspect.signature(fn).bind(*range(n))
     except TypeError:
@@ -486,8 +485,6 @@ def _accepts(fn: Callable[..., Any], n: int) -> bool:
 
 
 def _signature(fn: Callable[..., Any]) -> str:
-    import inspect
-
     try:
         return str(inspect.signature(fn))
     except (TypeError, ValueError):

@@ -13,7 +13,13 @@ Example:
 
 from typing import Any
 
+import numpy as np
+
 from ..errors import DatasetTypeError
+from ..io._tfrecord import TFRecordWriter as _FileWriter
+from ._choose import choose_from_datasets as choose
+from ._choose import sample_from_datasets as sample
+from ._dataset import Dataset
 from ._options import AUTOTUNE as AUTOTUNE
 from ._options import INFINITE_CARDINALITY as INFINITE_CARDINALITY
 from ._options import UNKNOWN_CARDINALITY as UNKNOWN_CARDINALITY
@@ -41,8 +47,6 @@ def cardinality(dataset: Any) -> int:
       >>> cardinality(phalanx.data.Dataset.range(10).batch(4))
       3
     """
-    from ._dataset import Dataset
-
     if not isinstance(dataset, Dataset):
         raise DatasetTypeError(
             f"cardinality expects a phalanx.data.Dataset, got {type(dataset).__name__}."
@@ -55,8 +59,6 @@ def choose_from_datasets(
 ) -> Any:
     """``tf.data.experimental.choose_from_datasets``: ``Dataset.choose_from_datasets``, with
     that function's default ``stop_on_empty_dataset=False`` (the method's is True)."""
-    from ._choose import choose_from_datasets as choose
-
     return choose(datasets, choice_dataset, stop_on_empty_dataset)
 
 
@@ -67,8 +69,6 @@ def sample_from_datasets(
     stop_on_empty_dataset: bool = False,
 ) -> Any:
     """``tf.data.experimental.sample_from_datasets``: ``Dataset.sample_from_datasets``."""
-    from ._choose import sample_from_datasets as sample
-
     return sample(datasets, weights, seed, stop_on_empty_dataset)
 
 
@@ -76,8 +76,6 @@ def _transformation(name: str, apply: Any) -> Any:
     """A function ``Dataset -> Dataset`` for ``ds.apply``, refusing anything else."""
 
     def _apply(dataset: Any) -> Any:
-        from ._dataset import Dataset
-
         if not isinstance(dataset, Dataset):
             raise DatasetTypeError(
                 f"{name}(...) transforms a phalanx.data.Dataset, got {type(dataset).__name__}; "
@@ -234,8 +232,6 @@ def bucket_by_sequence_length(
 
 def get_single_element(dataset: Any) -> Any:
     """``dataset.get_single_element()``."""
-    from ._dataset import Dataset
-
     if not isinstance(dataset, Dataset):
         raise DatasetTypeError(
             f"get_single_element expects a phalanx.data.Dataset, got {type(dataset).__name__}."
@@ -270,11 +266,6 @@ class TFRecordWriter:
         Raises:
           DatasetTypeError: ``dataset`` is not a dataset of scalar strings.
         """
-        import numpy as np
-
-        from ..io._tfrecord import TFRecordWriter as _FileWriter
-        from ._dataset import Dataset
-
         spec = dataset.element_spec if isinstance(dataset, Dataset) else None
         kind = getattr(getattr(spec, "dtype", None), "kind", None)
         if kind not in ("S", "O") or getattr(spec, "shape", None) != ():
@@ -311,8 +302,6 @@ def unique() -> Any:
     """
 
     def _apply(dataset: Any) -> Any:
-        from ._dataset import Dataset
-
         if not isinstance(dataset, Dataset):
             raise DatasetTypeError(
                 f"unique() transforms a phalanx.data.Dataset, got {type(dataset).__name__}; "

@@ -28,11 +28,13 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import flax.nnx as nnx
 import jax
 import numpy as np
 from jax.sharding import AxisType, Mesh
 from jax.sharding import PartitionSpec as P
 
+from ..cluster import initialize
 from ..errors import LayoutError
 
 #: The ``nnx.Variable`` metadata that holds a model variable's Keras path.
@@ -79,8 +81,6 @@ class DeviceMesh:
             )
         source = "devices="
         if devices is None:  # as MultiWorkerMirroredStrategy: every process's devices
-            from ..cluster import initialize
-
             initialize()  # connects the cluster the environment describes; else only applies
             # PHALANX_CPU_DEVICES (N simulated CPU devices); at once when already done
             devices, source = jax.devices(), "jax.devices()"
@@ -361,7 +361,6 @@ def tree_paths(tree: Any) -> list[str]:
     variable, or optimizer state made from it) takes that path; any other leaf
     the keys on the way to it joined with ``/`` (``0/mu/w1``).
     """
-    import flax.nnx as nnx
 
     def is_variable(x):
         return isinstance(x, nnx.Variable)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..cluster import cpu_device_count_from_env, set_cpu_device_count
 from ._cross_device_ops import CrossDeviceOps, check_cross_device_ops
 from ._devices import DeviceSpec, resolve_devices
 from ._strategy import Strategy
@@ -51,8 +52,6 @@ class MirroredStrategy(Strategy):
         *,
         shard_parameters: bool = False,
     ):
-        from ..cluster import cpu_device_count_from_env, set_cpu_device_count
-
         self.cross_device_ops = check_cross_device_ops(cross_device_ops)
         simulated = cpu_device_count_from_env()
         if simulated is not None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import flax.nnx as nnx
 import jax
 from jax.sharding import NamedSharding
 
@@ -171,6 +172,4 @@ class ModelParallelStrategy(Strategy):
 
 
 def _is_variable_node(x: Any) -> bool:
-    import flax.nnx as nnx
-
     return isinstance(x, nnx.Variable)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import jax
 
+from ..cluster import initialize, watchdog
 from ..errors import DistributeArgumentError
 from ._strategy import Strategy
 
@@ -90,16 +91,12 @@ class MultiWorkerMirroredStrategy(Strategy):
         *,
         shard_parameters: bool = False,
     ):
-        from ..cluster import initialize
-
         self.communication_options = communication_options or CommunicationOptions()
         kwargs = {}
         if self.communication_options.timeout_seconds is not None:
             kwargs["initialization_timeout"] = self.communication_options.timeout_seconds
         self.cluster_resolver = initialize(cluster_resolver, **kwargs)
         if self.communication_options.timeout_seconds is not None:
-            from ..cluster import watchdog
-
             watchdog.configure(timeout=self.communication_options.timeout_seconds)
         super().__init__(jax.devices(), shard_parameters=shard_parameters)
 

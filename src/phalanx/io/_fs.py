@@ -34,6 +34,10 @@ import tempfile
 from collections.abc import Iterator
 from typing import IO, Any
 
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
+from fsspec.registry import known_implementations
+
 from ..errors import FileSystemNotInstalledError, UnknownProtocolError
 
 __all__ = [
@@ -98,7 +102,6 @@ class Location:
         """True when the bytes are on this machine's disks (a plain path or ``file://``)."""
         if self.fs is None:
             return True
-        from fsspec.implementations.local import LocalFileSystem
 
         return isinstance(self.fs, LocalFileSystem)
 
@@ -136,10 +139,6 @@ def locate(path: str | os.PathLike) -> Location:
     if not is_url(url):
         return Location(url, None, url)
     try:
-        import fsspec
-    except ImportError:  # pragma: no cover - fsspec is a dependency
-        raise _not_installed(url, "fsspec") from None
-    try:
         fs, fs_path = fsspec.core.url_to_fs(url)
     except ImportError as e:
         raise _not_installed(url, _package_of(protocol_of(url)), e) from None
@@ -155,10 +154,6 @@ def locate(path: str | os.PathLike) -> Location:
 
 
 def _package_of(protocol: str) -> str:
-    try:
-        from fsspec.registry import known_implementations
-    except ImportError:  # pragma: no cover
-        return protocol
     cls = known_implementations.get(protocol, {}).get("class", protocol)
     return cls.split(".", 1)[0]
 

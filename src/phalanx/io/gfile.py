@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import shutil
 from collections.abc import Iterator
 from typing import IO, Any, NamedTuple
 
@@ -214,8 +215,6 @@ def rmtree(path: str | os.PathLike) -> None:
     """Deletes the directory ``path`` and everything under it (``tf.io.gfile.rmtree``)."""
     loc = _fs.locate(path)
     if loc.fs is None:
-        import shutil
-
         shutil.rmtree(loc.path)
     else:
         loc.fs.rm(loc.path, recursive=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
@@ -355,8 +356,6 @@ class GroupNormalization(Layer):
             )
 
     def call(self, x, *, training, rngs):
-        import jax.numpy as jnp
-
         dtype = x.dtype if self.dtype is None else self.dtype
         channels = x.shape[-1]
         groups = channels if self.groups == -1 else self.groups
@@ -375,8 +374,6 @@ class GroupNormalization(Layer):
 
 
 def _float(dtype: Any) -> Any:
-    import jax.numpy as jnp
-
     return dtype if jnp.issubdtype(dtype, jnp.floating) else jnp.float32
 
 
@@ -428,8 +425,6 @@ class RMSNormalization(Layer):
         return config
 
     def call(self, x, *, training, rngs):
-        import jax.numpy as jnp
-
         dtype = _float(x.dtype if self.dtype is None else self.dtype)
         x32 = x.astype(jnp.float32)
         axes = self._axes(x.ndim)
@@ -472,8 +467,6 @@ class UnitNormalization(Layer):
         return config
 
     def call(self, x, *, training, rngs):
-        import jax.numpy as jnp
-
         x = self._cast(x)
         axes = tuple(a if a >= 0 else x.ndim + a for a in self.axis)
         square_sum = jnp.sum(jnp.square(x), axis=axes, keepdims=True)

@@ -16,6 +16,7 @@ import jax
 from flax import nnx
 
 from ..errors import LayerArgumentError
+from ..regularizers._regularizers import L1L2
 from . import _args as _layer_args
 from ._layer import Layer, Shape, format_shape, normalize_shape
 
@@ -370,8 +371,6 @@ class ActivityRegularization(Layer):
         name: str | None = None,
         input_shape: Any = None,
     ):
-        from ..regularizers._regularizers import L1L2
-
         super().__init__(name=name, input_shape=input_shape)
         self.activity_regularizer = L1L2(l1=l1, l2=l2)
         self.l1, self.l2 = self.activity_regularizer.l1, self.activity_regularizer.l2

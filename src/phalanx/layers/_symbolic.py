@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ModelStructureError
-from ._layer import Layer, format_shape, normalize_shape
+from ._layer import Layer, format_shape, normalize_shape, shapes_match
 
 
 class Node:
@@ -148,8 +148,6 @@ def call_symbolic(layer: Layer, x: Any, args: tuple, kwargs: dict, *, training) 
 
 
 def _shapes_compatible(a: Any, b: Any) -> bool:
-    from ._layer import shapes_match
-
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_shapes_compatible(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, tuple) and isinstance(b, tuple):

@@ -8,6 +8,7 @@ from typing import Any
 from ..errors import CompileArgumentError, UnknownNameError
 from ..losses import _losses as losses_
 from ..losses import _more as more_losses
+from ..losses._losses import get as get_loss
 from ..losses._losses import mean_absolute_error, mean_squared_error
 from . import _accuracy as acc
 from . import _confusion, _more
@@ -107,8 +108,6 @@ def get(identifier: Any, *, loss: Any = None) -> Metric:
         return identifier()
     if isinstance(identifier, str):
         if identifier.lower() in ("accuracy", "acc"):
-            from ..losses._losses import get as get_loss
-
             resolved = get_loss(loss) if isinstance(loss, str) else loss
             return acc.resolve_accuracy(identifier, resolved)
         if identifier in _FUNCTIONS:

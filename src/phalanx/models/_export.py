@@ -23,6 +23,7 @@ import jax
 from flax import nnx
 
 from ..errors import ExportError
+from ..io import _fs
 from ..train import _step
 
 # Keras 3's formats that need TensorFlow (or onnx/openvino); phalanx writes none.
@@ -96,7 +97,6 @@ def export(model: Any, filepath: Any, format: str, input_signature: Any) -> None
         ) from None
     if jax.process_index() != 0:
         return
-    from ..io import _fs
 
     with _fs.atomic_write(filepath) as f:
         f.write(bytes(data))

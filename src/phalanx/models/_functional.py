@@ -34,8 +34,10 @@ from ..layers._layer import (
     snake_case,
     takes_mask,
 )
-from ..layers._symbolic import KerasTensor, Node, is_symbolic
+from ..layers._symbolic import KerasTensor, Node, any_symbolic, is_symbolic
 from ..losses._logits import Logits
+from ._keras_config import keras_graph
+from ._summary import format_summary
 
 
 class _Ref:
@@ -161,7 +163,6 @@ class Functional(nnx.Module):
         )
         self._connections = self._describe_connections(nodes)
         self._output_layer_names = tuple(t.node.layer.name for t in out_leaves)
-        from ._keras_config import keras_graph
 
         self._graph.keras = keras_graph(nodes, inputs, outputs)  # for save("m.keras")
         self._build_layers(nodes, nnx.Rngs(model_seed() if seed is None else seed))
@@ -410,8 +411,6 @@ class Functional(nnx.Module):
 
     def summary(self, *, line_length: int | None = None, print_fn: Any = None) -> None:
         """Prints Keras's table with a "Connected to" column: each layer's inbound layers."""
-        from ._summary import format_summary
-
         if not self.built:
             raise NotBuiltError(f"Model '{self.name}' is not built.")
         (print_fn or print)(format_summary(self, line_length=line_length))
@@ -453,8 +452,6 @@ def as_module(module: Any, inputs: Any, outputs: Any, name: str | None) -> Any:
     Raises:
       ModelStructureError: inputs without outputs (or the reverse), or inputs given twice.
     """
-    from ..layers._symbolic import any_symbolic
-
     if inputs is not None:
         if module is not None:
             raise ModelStructureError(

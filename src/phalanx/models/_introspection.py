@@ -15,6 +15,7 @@ no optimizer state and no update; they ride with the non-trainable state.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from flax import nnx
@@ -25,6 +26,7 @@ from ..layers._weights import (
     claim,
     weight_views,
 )
+from ._functional import Functional
 
 
 def top_layers(module: nnx.Module | None) -> list[Layer]:
@@ -168,10 +170,6 @@ class ModelIntrospection:
         It describes the model (``TensorBoard(write_graph=True)`` writes it); the
         ``class_name`` is ``Sequential``, ``Functional`` or the subclass's name.
         """
-        import json
-
-        from ._functional import Functional
-
         module = self._module
         kind = type(self).__name__
         if isinstance(module, Functional):

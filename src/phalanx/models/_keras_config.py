@@ -7,10 +7,16 @@ records a functional model's graph when it is defined. `phalanx.saving` writes i
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
+import jax
+
 from ..errors import KerasFileError
+from ..layers._core import InputLayer
 from ..layers._layer import Layer
+from ..layers._symbolic import is_symbolic
+from . import _subclassed
 
 # phalanx-only arguments (not Keras's) that a layer's config must not carry.
 _NOT_KERAS = {"self", "input_shape", "axis_name", "dtype", "name", "input_length"}
@@ -30,10 +36,6 @@ def _tensor(tensor: Any, history: tuple) -> dict:
 def keras_graph(nodes: list, inputs: Any, outputs: Any) -> dict:
     """Keras 3's description of a functional graph: each layer's ``inbound_nodes`` and the
     ``input_layers``/``output_layers`` (from the symbolic nodes, at construction)."""
-    import jax
-
-    from ..layers._symbolic import is_symbolic
-
     calls: dict[int, int] = {}
     history: dict[int, tuple] = {}
     inbound: dict[str, list] = {}
@@ -68,10 +70,6 @@ def keras_graph(nodes: list, inputs: Any, outputs: Any) -> dict:
 
 def _layer_config(layer: Layer) -> dict:
     """A Keras 3 ``config`` for a phalanx layer: the Keras arguments it was given."""
-    import inspect
-
-    from ..layers._core import InputLayer
-
     if isinstance(layer, InputLayer):
         dtype = "float32" if layer.dtype is None else str(layer.dtype)
         return {
@@ -192,8 +190,6 @@ def model_config(model: Any) -> dict:
 
 def _kind(model: Any, module: Any) -> str:
     """What the model is, for the refusal: a subclassed model names its class."""
-    from . import _subclassed
-
     if _subclassed.is_subclassed(model):
         return f"a subclassed model (class {type(model).__name__})"
     return f"a Model around the nnx module {type(module).__name__}"

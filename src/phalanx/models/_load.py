@@ -10,13 +10,17 @@ refused with a clear error.
 
 from __future__ import annotations
 
+import inspect
 import os
 import zipfile
 from typing import Any
 
 from .. import layers as _layers
 from ..errors import KerasFileError
+from ..layers._core import Input
 from ..layers._layer import Layer
+from ..models._model import Model
+from ..models._sequential import Sequential
 from ..saving import _archive
 from ..saving import _compile_config as _keras_compile
 from ..saving import _keras_model as _keras_files
@@ -82,10 +86,6 @@ def _argument(layer_class: str, name: str, key: str, value: Any) -> Any:
 
 def _make_layer(entry: dict) -> Any:
     """A phalanx layer from one Keras layer config entry (``Input`` for an ``InputLayer``)."""
-    import inspect
-
-    from ..layers._core import Input
-
     layer_class = entry.get("class_name")
     config = dict(entry.get("config") or {})
     name = config.get("name", entry.get("name"))
@@ -147,8 +147,6 @@ def _resolve(value: Any, tensors: dict) -> Any:
 
 
 def _functional(config: dict, name: str) -> Any:
-    from ..models._model import Model
-
     tensors: dict[tuple, list] = {}
     calls: dict[str, int] = {}
     for entry in config["layers"]:
@@ -183,8 +181,6 @@ def _functional(config: dict, name: str) -> Any:
 
 
 def _sequential(config: dict, name: str) -> Any:
-    from ..models._sequential import Sequential
-
     return Sequential([_make_layer(entry) for entry in config["layers"]], name=name)
 
 

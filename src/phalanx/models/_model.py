@@ -25,13 +25,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..distribute import Strategy, get_strategy
+from ..errors import KerasFileError, WeightsFileError, WeightsFileExistsError
+from ..io import _fs
 from ..layers import _weights as _layer_weights
 from ..regularizers import _regularizers
 from ..saving import _keras_model as _keras_files
 from ..saving import _npz as _weights
 from ..train import _memory, _step
+from ..train._memory import readable_size
 from ..train._trainer import Trainer
-from . import _keras_config, _nested, _optimizer_count, _subclassed
+from . import _export, _functional, _keras_config, _nested, _optimizer_count, _subclassed
 from ._introspection import ModelIntrospection
 
 log = logging.getLogger("phalanx")
@@ -85,8 +88,6 @@ class Model(Trainer, ModelIntrospection):
         name: str | None = None,
         inputs: Any = None,
     ):
-        from . import _functional
-
         module = _functional.as_module(module, inputs, outputs, name)
         if module is not None and not isinstance(module, nnx.Module):
             raise TypeError(
@@ -221,8 +222,6 @@ class Model(Trainer, ModelIntrospection):
           KerasFileError: the path does not end in ``.keras``, or the model is
             subclassed (its class is code: use ``save_weights``).
         """
-        from ..errors import KerasFileError
-
         if not str(filepath).endswith(".keras"):
             raise KerasFileError(
                 f"model.save writes Keras 3 .keras files; got {str(filepath)!r}. Name it "
@@ -258,7 +257,6 @@ class Model(Trainer, ModelIntrospection):
             ``flatbuffers`` package missing.
         """
         del verbose
-        from . import _export
 
         _export.export(self, filepath, format, input_signature)
 
@@ -274,8 +272,6 @@ class Model(Trainer, ModelIntrospection):
             does not match the model.
         """
         if not isinstance(filepath, str | os.PathLike):
-            from ..errors import WeightsFileError
-
             raise WeightsFileError(
                 f"load_weights expects a file path (str or os.PathLike), got "
                 f"{type(filepath).__name__} {filepath!r}"
@@ -354,7 +350,6 @@ def _with_optimizer_params(model: Model, table: str) -> str:
     counted = _optimizer_count.optimizer_params(model)
     if counted is None:
         return table
-    from ..train._memory import readable_size
 
     count, size = counted
     weights = model.get_weights()
@@ -375,9 +370,6 @@ def _refuse_overwrite(filepath, overwrite: bool) -> None:
 
     Keras asks on the terminal instead; a training job has nobody to answer.
     """
-    from ..errors import WeightsFileExistsError
-    from ..io import _fs
-
     if not overwrite and _fs.exists(filepath):
         raise WeightsFileExistsError(
             f"{str(filepath)!r} exists and overwrite=False. Pass overwrite=True to replace "

@@ -17,6 +17,7 @@ import jax
 
 from ..errors import ModelStructureError
 from ..layers._layer import Layer, normalize_shape
+from ..layers._symbolic import any_symbolic
 
 
 class NestedModel(Layer):
@@ -66,8 +67,6 @@ class NestedModel(Layer):
 
 def is_symbolic_call(x: Any) -> bool:
     """True when a model is called on symbolic tensors (to become a layer)."""
-    from ..layers._symbolic import any_symbolic
-
     return any_symbolic(x)
 
 

@@ -60,6 +60,8 @@ from ..layers._layer import (
 )
 from ..layers._pooling import GlobalAveragePooling2D
 from ..layers._reshaping import Flatten
+from ..layers._symbolic import is_symbolic
+from ..losses import _losses
 from ..losses._logits import Logits
 from ..regularizers import _regularizers
 from ._summary import format_summary
@@ -115,8 +117,6 @@ class Sequential(nnx.Module):
           TypeError: ``layer`` is not a phalanx layer.
           ValueError: a second ``Input``, or a name already taken.
         """
-        from ..layers._symbolic import is_symbolic
-
         if is_symbolic(layer) and isinstance(layer.node.layer, InputLayer):
             layer = layer.node.layer  # Input(shape=...): a symbolic tensor, as in Keras
         if isinstance(layer, InputLayer):
@@ -362,8 +362,6 @@ class Sequential(nnx.Module):
           LayerShapeError: the shapes do not fit; the message names the last
             layer and, for a Dense applied to images, suggests ``Flatten``.
         """
-        from ..losses import _losses
-
         if not self.built or not len(self.layers):
             return
         problem = _losses.get(loss).check_shapes(tuple(y_true_shape), self.output_shape)

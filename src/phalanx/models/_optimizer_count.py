@@ -16,14 +16,14 @@ from typing import Any
 import jax
 import numpy as np
 
+from ..optimizers import _optimizers as o
+
 # Bytes of Keras's iterations (int64) and learning_rate (float32) variables.
 _COUNTERS = (2, 8 + 4)
 
 
 def _slots(optimizer: Any) -> int | None:
     """Keras's slot variables per trainable weight, or None for a non-Keras optimizer."""
-    from ..optimizers import _optimizers as o
-
     if isinstance(optimizer, o.Adam | o.AdamW):
         return 3 if getattr(optimizer, "amsgrad", False) else 2
     if isinstance(optimizer, o.SGD):

@@ -44,7 +44,9 @@ from flax import nnx
 
 from .._random import model_seed
 from ..errors import NotBuiltError
-from ..layers._layer import Layer, build_context, random_context
+from ..layers._layer import Layer, build_context, count_params, random_context
+from ..layers._weights import claim
+from ._summary import format_summary
 
 _BASE_ATTRIBUTES: set[str] | None = None
 
@@ -101,8 +103,6 @@ class SubclassedModule(nnx.Module):
 
     def count_params(self) -> int:
         """Returns the number of weights."""
-        from ..layers._layer import count_params
-
         return count_params(self, nnx.Param) + count_params(self, nnx.BatchStat)
 
     @property
@@ -118,8 +118,6 @@ class SubclassedModule(nnx.Module):
 
     def summary(self, *, line_length: int | None = None, print_fn: Any = None) -> None:
         """Prints Keras's table of the layers, their output shapes and parameter counts."""
-        from ._summary import format_summary
-
         (print_fn or print)(format_summary(self, line_length=line_length))
 
 
@@ -197,7 +195,6 @@ def ensure_module(model: Any) -> None:
     """Creates the module of a subclassed model on first need (its layers are assigned by then)."""
     if model._module is None and is_subclassed(model):
         model._module = make_module(model)
-        from ..layers._weights import claim
 
         claim(model, model._module)
 

@@ -14,6 +14,7 @@ import numpy as np
 from flax import nnx
 
 from ..layers._layer import format_shape
+from ..layers._weights import trainable_filter
 from ..train._memory import _bytes, readable_size
 
 if TYPE_CHECKING:
@@ -70,8 +71,6 @@ def format_summary(network: Sequential, *, line_length: int | None = None) -> st
             for i, (v, w) in enumerate(zip(values, widths, strict=True))
         ]
         return edge + edge.join(parts) + edge
-
-    from ..layers._weights import trainable_filter
 
     trained = trainable_filter(network)
     held = nnx.Any(nnx.BatchStat, nnx.All(nnx.Param, nnx.Not(trained)))

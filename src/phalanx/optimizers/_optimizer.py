@@ -29,8 +29,9 @@ from typing import Any
 import optax
 
 from ..errors import LearningRateValueError, OptimizerArgumentError, StatefulAPIError
-from . import _options, _transforms
+from . import _options, _transforms, schedules
 from ._keras_scalars import KerasInt
+from ._schedules import LearningRateSchedule
 
 _names_lock = threading.Lock()
 _name_counts: dict[str, int] = {}
@@ -53,8 +54,6 @@ def auto_name(cls_name: str) -> str:
 
 def _takes_no_argument(fn: Any) -> bool:
     """A learning rate callable Keras calls without arguments (not a schedule of the step)."""
-    from ._schedules import LearningRateSchedule
-
     if isinstance(fn, LearningRateSchedule):
         return False
     try:
@@ -297,8 +296,6 @@ class Optimizer:
     @classmethod
     def from_config(cls, config: dict, custom_objects: Any = None) -> Optimizer:
         """Makes the optimizer ``get_config`` describes (a schedule's dict is rebuilt)."""
-        from . import schedules
-
         config = dict(config)
         lr = config.get("learning_rate")
         if isinstance(lr, dict):

@@ -18,6 +18,7 @@ import warnings
 from typing import Any
 
 from .. import losses, metrics
+from ..optimizers import _optimizers
 
 # Keras optimizer arguments phalanx has no counterpart for, with the values that
 # mean "off"; a file with another value is not compiled (it would train otherwise).
@@ -140,8 +141,6 @@ def _entry(obj: Any, module: str) -> Any:
 
 
 def _optimizer_from(entry: Any) -> Any:
-    from ..optimizers import _optimizers
-
     if isinstance(entry, str):
         return _optimizers.get(entry)
     cls = _class(entry, _optimizers, _optimizers.Optimizer)

@@ -35,6 +35,8 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
+from ..optimizers import _optimizers as o
+
 
 class _Slot(NamedTuple):
     name: str  # Keras's slot name
@@ -45,8 +47,6 @@ class _Slot(NamedTuple):
 def _families(optimizer: Any) -> list[list[_Slot]] | None:
     """Keras's slot families for a phalanx optimizer; None for another optimizer (or one
     with Keras's extra variables: ``use_ema``, ``gradient_accumulation_steps``)."""
-    from ..optimizers import _optimizers as o
-
     if getattr(optimizer, "use_ema", False) or getattr(
         optimizer, "gradient_accumulation_steps", None
     ):

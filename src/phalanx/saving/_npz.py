@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..cluster import _kv
 from ..errors import WeightsFileError
 from ..io import _fs
 from ..layers._weights import _paths
@@ -46,7 +47,6 @@ def save_on_chief(path: str | os.PathLike, state: Any, *, timeout: float = SAVE_
         save(path, state)
     if jax.process_count() == 1:
         return
-    from ..cluster import _kv
 
     name = f"save_weights/{next(_SAVES)}"
     try:

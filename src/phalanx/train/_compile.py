@@ -26,6 +26,7 @@ from ..mixed_precision import _policy as _mixed_precision
 from ..optimizers._keras_scalars import KerasFloat, KerasInt
 from ..optimizers._options import moving_average_of
 from . import _multi_output
+from ._override import PartOptimizers
 
 if TYPE_CHECKING:
     from ._trainer import Trainer as Model
@@ -204,8 +205,6 @@ def resolve_compile(
     if isinstance(optimizer, _mixed_precision.LossScaleOptimizer):
         opt = optimizer
     elif isinstance(optimizer, dict):  # one optimizer per part of the model (a GAN's two)
-        from ._override import PartOptimizers
-
         opt = PartOptimizers(optimizer)
     else:  # under mixed_float16, wrapped in a LossScaleOptimizer as Keras does
         opt = _mixed_precision.wrap_for_policy(_optimizers.get(optimizer))

@@ -19,6 +19,10 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import jax
+from jax.experimental import multihost_utils
+
+from ..callbacks import Callback
+from ..cluster import _agree, watchdog
 
 log = logging.getLogger("phalanx")
 
@@ -91,7 +95,6 @@ def may_act_per_batch(cbs, kind: str) -> bool:
     """
     if cbs is None:
         return False
-    from ..callbacks import Callback
 
     hooks = {
         "train": ("on_train_batch_end", "on_batch_end"),  # Keras: on_batch_end counts too
@@ -122,8 +125,6 @@ def in_step(executions: Iterable, phase: str) -> Iterator:
     (``cluster._agree``, no device collective) that all have one; when some do
     not, every process stops there, and the log says who had more.
     """
-    from ..cluster import _agree, watchdog
-
     series = _agree.new_round()
     it = iter(executions)
     for k in itertools.count():
@@ -155,8 +156,6 @@ def _watched(kind: str):
     first; a short last one: ``_step.run_steps`` compiles a program per count),
     so it gets ``FIRST_EXECUTION_FACTOR`` times the deadline.
     """
-    from ..cluster import watchdog
-
     seen: set[int] = set()
 
     def beat(step: int, steps: int) -> None:
@@ -188,7 +187,5 @@ def unpad_predictions(ex, out, adapter):
 def _fetch(tree):
     """``jax.device_get``, gathering arrays split over several processes first."""
     if jax.process_count() > 1:
-        from jax.experimental import multihost_utils
-
         return multihost_utils.process_allgather(tree, tiled=True)
     return jax.device_get(tree)

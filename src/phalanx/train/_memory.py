@@ -30,6 +30,7 @@ import numpy as np
 
 from ..layers._weights import trainable_filter
 from . import _model_parallel
+from .data_adapters._checks import FitInputError
 
 
 class StepMemory(NamedTuple):
@@ -185,8 +186,6 @@ def prepare_step(model: Any, training_batch: Any) -> None:
       training_batch: ``(x, y)`` or ``(x, y, sample_weight)``: one global batch, as
         ``fit`` would receive it (its first axis is the global batch size).
     """
-    from .data_adapters._checks import FitInputError
-
     if not isinstance(training_batch, tuple) or len(training_batch) not in (2, 3):
         raise FitInputError(
             "summary(training_batch=...) takes (x, y) or (x, y, sample_weight): one global "

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -76,8 +77,6 @@ def host_values(tree: Any) -> Any:
     def whole(x):
         split = isinstance(x, jax.Array) and not x.is_fully_addressable
         if split and not x.sharding.is_fully_replicated:
-            from jax.experimental import multihost_utils
-
             return multihost_utils.process_allgather(x, tiled=True)
         return x
 

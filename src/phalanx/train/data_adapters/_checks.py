@@ -23,6 +23,7 @@ import numpy as np
 
 from ...errors import FitInputError
 from ...optimizers import _schedules
+from ...optimizers._learning_rate import schedule_count
 
 _NUMERIC_KINDS = "biufc"
 
@@ -204,7 +205,6 @@ def _schedule_count(model: Any) -> int:
     state = model._state
     if state is None:
         return 0
-    from ...optimizers._learning_rate import schedule_count
 
     count = schedule_count(state.opt_state)
     return 0 if count is None else int(jax.device_get(count))
