@@ -178,6 +178,20 @@ def _records_and_files(base):
     assert gfile.glob(f"{base}/cache/c*")
 
 
+def _readers_and_snapshot(base):
+    with pdata.TFRecordWriter(f"{base}/r.tfrecord") as w:
+        w.write(b"one")
+        w.write(b"two")
+    batches = pdata.experimental.make_tf_record_dataset(
+        f"{base}/r.tfrecord", 2, num_epochs=1, shuffle=False
+    )
+    assert [b.tolist() for b in batches] == [[b"one", b"two"]]
+    snap = pdata.Dataset.range(3).snapshot(f"{base}/snap")
+    assert [int(x) for x in snap] == [0, 1, 2]  # written
+    assert [int(x) for x in snap] == [0, 1, 2]  # read back
+    assert gfile.glob(f"{base}/snap/*")
+
+
 def _gfile(base):
     gfile.makedirs(f"{base}/g/deep")
     gfile.mkdir(f"{base}/g/other")
@@ -224,6 +238,8 @@ RUNNERS = {
     "phalanx.data._dataset.Dataset.cache": _records_and_files,
     "phalanx.data._dataset.Dataset.save": _records_and_files,
     "phalanx.data._dataset.Dataset.load": _records_and_files,
+    "phalanx.data._dataset.Dataset.snapshot": _readers_and_snapshot,
+    "phalanx.data._readers.make_tf_record_dataset": _readers_and_snapshot,
     "phalanx.data._sources.FileSourceDataset": _records_and_files,
     "phalanx.data._record_datasets.TFRecordDataset": _records_and_files,
     "phalanx.data._record_datasets.TextLineDataset": _records_and_files,

@@ -2,7 +2,7 @@
 
 Three kinds of objects, by what they can do (this layer sits below ``train``
 in DESIGN.md's table, so it knows them by the protocols declared here,
-:class:`Trainable` and :class:`TrainableOptimizer`, not by their classes):
+``Trainable`` and ``TrainableOptimizer``, not by their classes):
 
 - a *model* (``phalanx.Model``): ``_checkpoint_items()`` gives its training
   state as named arrays (parameters, non-trainable state, optimizer state,

@@ -602,7 +602,7 @@ class Dataset:
         ``reader_func(shards)`` reads them back (default: ``shards.interleave(lambda x: x,
         cycle_length=os.cpu_count())``, as TF).
 
-        Example:
+        Examples:
           >>> import os, tempfile
           >>> path = os.path.join(tempfile.mkdtemp(), "snap")
           >>> ds = Dataset.range(3).map(lambda x: x * 2).snapshot(path)

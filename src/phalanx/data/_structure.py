@@ -44,7 +44,7 @@ class NoneTensorSpec:
     A ``None`` component holds no arrays: batching, caching, shuffling ... pass
     it through, and iterating yields ``None`` there.
 
-    Example:
+    Examples:
         >>> from phalanx.data import Dataset
         >>> Dataset.from_tensors((1, None)).element_spec[1]
         NoneTensorSpec()

@@ -5,7 +5,7 @@ releases (``dataset.prefetch(tf.data.experimental.AUTOTUNE)``) still say
 ``experimental``, so they port with the one rename ``tf`` -> ``phalanx``. Each
 name here is the same object as in `phalanx.data`.
 
-Example:
+Examples:
   >>> import phalanx
   >>> phalanx.data.experimental.AUTOTUNE == phalanx.data.AUTOTUNE
   True

@@ -13,7 +13,7 @@ accelerator, or on a machine with only CPUs the first CPU device (one replica,
 as TF 2.21 with two logical CPUs, where ``MirroredStrategy()`` has two, as
 phalanx's has every simulated CPU device).
 
-Example:
+Examples:
   >>> import jax, phalanx
   >>> strategy = phalanx.distribute.experimental.CentralStorageStrategy()
   >>> cpu_only = jax.local_devices()[0].platform == "cpu"

@@ -8,7 +8,7 @@ the devices at hand, so these objects are accepted and recorded (for code that
 passes them) and change nothing: the sums are the same, as in TensorFlow,
 where the choice changes speed, not results.
 
-Example:
+Examples:
   >>> import phalanx
   >>> strategy = phalanx.MirroredStrategy(
   ...     cross_device_ops=phalanx.distribute.HierarchicalCopyAllReduce())

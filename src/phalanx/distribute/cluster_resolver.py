@@ -4,7 +4,7 @@ TensorFlow's TPU programs write ``tf.distribute.cluster_resolver.TPUClusterResol
 with the rename ``tf.distribute`` -> ``phalanx.distribute`` that line runs as
 written. Each name here is the same object as in `phalanx.cluster`.
 
-Example:
+Examples:
   >>> import phalanx
   >>> phalanx.distribute.cluster_resolver.TPUClusterResolver is phalanx.cluster.TPUClusterResolver
   True

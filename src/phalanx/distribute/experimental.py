@@ -7,7 +7,7 @@ TensorFlow moved these out of ``experimental`` (``tf.distribute.TPUStrategy``,
 name is the same object as in `phalanx.distribute` (the preemption names
 as in `phalanx.checkpoint`).
 
-Example:
+Examples:
   >>> import phalanx
   >>> phalanx.distribute.experimental.TPUStrategy is phalanx.distribute.TPUStrategy
   True

@@ -9,7 +9,7 @@ serves. Where TensorFlow raises ``tf.errors.NotFoundError`` these raise
 ``FileNotFoundError``; where it raises ``AlreadyExistsError``,
 ``FileExistsError``.
 
-Example:
+Examples:
     >>> from phalanx.io import gfile
     >>> gfile.makedirs("memory://gfile-doc/run")
     >>> with gfile.GFile("memory://gfile-doc/run/notes.txt", "w") as f:

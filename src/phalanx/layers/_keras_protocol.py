@@ -69,7 +69,7 @@ _BUILD_ENTRIES: weakref.WeakSet = weakref.WeakSet()  # the ``build`` s _keras_bu
 
 
 def is_build_entry(fn: Any) -> bool:
-    """Whether ``fn`` is a ``build`` made by :func:`_keras_build_entry` (a subclass of a
+    """Whether ``fn`` is a ``build`` made by ``_keras_build_entry`` (a subclass of a
     subclass inherits it: it must not be wrapped again)."""
     return fn in _BUILD_ENTRIES
 

@@ -114,7 +114,7 @@ def sparse_categorical_crossentropy_masked(
     *,
     logits: Logits | None = None,
 ) -> tuple[jax.Array, jax.Array | None]:
-    """``(losses, valid)``: :func:`sparse_categorical_crossentropy` and, with
+    """``(losses, valid)``: ``sparse_categorical_crossentropy`` and, with
     ``ignore_class``, which entries count (Keras 3 attaches it as the losses' mask)."""
     axis = _check_int_axis(axis)
     y_pred = _float(y_pred)
@@ -447,7 +447,7 @@ class Loss:
         Examples whose weight is 0 contribute exactly 0, even when their
         predictions are not finite (padding); entries the loss masks
         (``ignore_class``) contribute 0. Each example's value is the mean over
-        its entries (``fit`` reduces with :meth:`batch_terms` instead).
+        its entries (``fit`` reduces with ``batch_terms`` instead).
 
         Args:
           y_true: the targets, leading batch axis.
@@ -471,7 +471,9 @@ class Loss:
         divisors (None: 1, for ``"sum"``), Keras 3's value on the global batch.
 
         Args:
-          y_true, y_pred, logits: as :meth:`per_example`.
+          y_true: as ``per_example``.
+          y_pred: as ``per_example``.
+          logits: as ``per_example``.
           weight: each example's sample weight, ``[batch]`` (0 for padding).
           mask: 1 for real examples, 0 for padding, ``[batch]``.
         """

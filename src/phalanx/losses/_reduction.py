@@ -7,7 +7,7 @@ merges into the sample weights, ``"sum_over_batch_size"``/``"mean"`` divide the
 weighted sum by the number of valid entries, ``"mean_with_sample_weight"`` by
 the sum of the (masked) weights, ``"sum"`` not at all, ``"none"``/None return
 the weighted values. ``fit`` and ``evaluate`` reduce the same way over the
-*global* batch: :func:`batch_terms` gives one replica's share of the numerator
+*global* batch: ``batch_terms`` gives one replica's share of the numerator
 and divisor, which the step adds over replicas (``phalanx.train._step``).
 """
 

@@ -247,7 +247,7 @@ def _accumulate(config: StepConfig, state: TrainState, y, y_pred, weight, mask, 
     ``weight`` is the sample weight of each example (0 for padding), ``mask`` 1
     for real examples: ``metrics=`` see only the mask, ``weighted_metrics=``
     the weight, as Keras 3. ``share`` is this replica's share of the batch's
-    compiled loss (:func:`data_loss`): the logged loss, as Keras's loss tracker,
+    compiled loss (``data_loss``): the logged loss, as Keras's loss tracker,
     is the mean of the batches' losses weighted by their example counts.
     ``penalty`` is this replica's share of the regularization term of the logged
     loss, already multiplied by the examples it counts for (Keras logs the data
