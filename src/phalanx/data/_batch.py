@@ -274,14 +274,7 @@ class _PaddedBatchIterator(_BatchIterator):
         return None  # padded rows are made per batch, not gathered
 
     def __next__(self):
-        elements = []
-        for _ in range(self.b):
-            try:
-                elements.append(next(self.child))
-            except StopIteration:
-                break
-        if not elements or (self.drop and len(elements) < self.b):
-            raise StopIteration
+        elements = next_group(self.child, self.b, self.drop)
         self.n += 1
         return self.ds._pad(elements, (self.n - 1) * self.b)
 
@@ -496,3 +489,19 @@ class _RebatchIterator(DatasetIterator):
         if state["has_batch"]:
             self._advance()
             self.off = int(state["offset"])
+
+
+def next_group(child, b: int, drop: bool) -> list:
+    """The next ``b`` elements of ``child`` (fewer at its end unless ``drop``).
+
+    Raises StopIteration when none are left, or only a short group with ``drop``.
+    """
+    elements = []
+    for _ in range(b):
+        try:
+            elements.append(next(child))
+        except StopIteration:
+            break
+    if not elements or (drop and len(elements) < b):
+        raise StopIteration
+    return elements

@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import BatchShapeError, DatasetArgumentError, DatasetTypeError
 from ..io._composite import RaggedTensor, RaggedTensorSpec, SparseTensor, SparseTensorSpec
 from . import _structure as st
-from ._batch import _batched_cardinality
+from ._batch import _batched_cardinality, next_group
 from ._dataset import Dataset, check_bool, check_positive
 from ._iterator import DatasetIterator, state_int
 from ._structure import TensorSpec
@@ -44,14 +44,7 @@ class _GroupIterator(DatasetIterator):
         self.n = 0
 
     def __next__(self):
-        elements = []
-        for _ in range(self.b):
-            try:
-                elements.append(next(self.child))
-            except StopIteration:
-                break
-        if not elements or (self.drop and len(elements) < self.b):
-            raise StopIteration
+        elements = next_group(self.child, self.b, self.drop)
         first = self.n * self.b
         self.n += 1
         return self.assemble(elements, first)
