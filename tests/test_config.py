@@ -40,9 +40,7 @@ def test_simulated_tpu_cores_are_logical_tpu_devices():
         with phalanx.device(tpus[0].name) as device:
             assert device.platform == "cpu"
     finally:
-        from phalanx.distribute import _devices
-
-        _devices.simulate_tpu(())  # later tests expect no simulated TPU
+        phalanx.cluster.simulate_tpu(())  # later tests expect no simulated TPU
 
 
 @pytest.mark.parametrize("kind", ["FPGA", "gpu0", 3])

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import jax
 
+from .cluster import PLATFORMS, simulated_tpu_cores
+from .cluster import LogicalDevice as LogicalDevice
+from .cluster import PhysicalDevice as PhysicalDevice
 from .cluster import connect_to_cluster as experimental_connect_to_cluster
-from .distribute import _devices
-from .distribute._devices import LogicalDevice as LogicalDevice
-from .distribute._devices import PhysicalDevice as PhysicalDevice
 from .errors import DeviceNotFoundError
 
 _KINDS = ("CPU", "GPU", "TPU")
@@ -47,7 +47,7 @@ def _kinds(device_type: str | None) -> tuple[str, ...]:
 def _local(kind: str) -> list[jax.Device]:
     """This process's JAX devices of ``kind`` (any backend, not only the default one)."""
     found: list[jax.Device] = []
-    for platform in _devices._PLATFORMS[kind.lower()]:
+    for platform in PLATFORMS[kind.lower()]:
         try:
             devices = jax.local_devices(backend=platform)
         except RuntimeError:  # no such backend here
@@ -84,7 +84,7 @@ def list_logical_devices(device_type: str | None = None) -> list[LogicalDevice]:
     for kind in _kinds(device_type):
         found = _local(kind)
         if not found and kind == "TPU":
-            found = [d for d in _devices._simulated_tpu if d.process_index == jax.process_index()]
+            found = simulated_tpu_cores(jax.process_index())
         out += [LogicalDevice(f"{_prefix()}/device:{kind}:{i}", kind) for i in range(len(found))]
     return out
 

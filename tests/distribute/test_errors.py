@@ -33,7 +33,7 @@ def test_unknown_reduce_op(mirrored8):
 def test_device_string_matching_nothing(spec, monkeypatch):
     # No TPU, not even simulated: a TPUStrategy(experimental_simulate_on_cpu=True) made by an
     # earlier test makes TPU names resolve to its cores for the rest of the process.
-    monkeypatch.setattr("phalanx.distribute._devices._simulated_tpu", ())
+    monkeypatch.setattr("phalanx.cluster._devices._simulated_tpu", ())
     with pytest.raises(DeviceNotFoundError, match=r"No device matches .*8 cpu \(cpu:0..cpu:7\)"):
         phalanx.MirroredStrategy([spec])
 

@@ -10,6 +10,18 @@ launch``), ``TF_CONFIG``, Slurm, Kubernetes, a TPU VM, or none.
 from ._cpu import CPU_DEVICES_ENV as CPU_DEVICES_ENV
 from ._cpu import cpu_device_count_from_env as cpu_device_count_from_env
 from ._cpu import set_cpu_device_count as set_cpu_device_count
+
+# The ._devices names (device names, which `phalanx.distribute`, `phalanx.config` and
+# `phalanx.data` resolve alike) are for phalanx's own packages: absent from __all__.
+from ._devices import PLATFORMS as PLATFORMS
+from ._devices import DeviceSpec as DeviceSpec
+from ._devices import LogicalDevice as LogicalDevice
+from ._devices import PhysicalDevice as PhysicalDevice
+from ._devices import device as device
+from ._devices import resolve_device as resolve_device
+from ._devices import resolve_devices as resolve_devices
+from ._devices import simulate_tpu as simulate_tpu
+from ._devices import simulated_tpu_cores as simulated_tpu_cores
 from ._env import EnvClusterResolver as EnvClusterResolver
 from ._initialize import connect_to_cluster as connect_to_cluster
 from ._initialize import initialize as initialize

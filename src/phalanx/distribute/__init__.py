@@ -1,5 +1,7 @@
 """How replicas compute together: strategies, contexts and distributed values."""
 
+from ..cluster import device as device
+from ..cluster import resolve_device as resolve_device
 from . import cluster_resolver as cluster_resolver
 from . import experimental as experimental
 from ._context import get_replica_context as get_replica_context
@@ -10,8 +12,6 @@ from ._cross_device_ops import CrossDeviceOps as CrossDeviceOps
 from ._cross_device_ops import HierarchicalCopyAllReduce as HierarchicalCopyAllReduce
 from ._cross_device_ops import NcclAllReduce as NcclAllReduce
 from ._cross_device_ops import ReductionToOneDevice as ReductionToOneDevice
-from ._devices import device as device
-from ._devices import resolve_device as resolve_device
 from ._input import DistributedDataset as DistributedDataset
 from ._input import DistributedIterator as DistributedIterator
 from ._input import InputContext as InputContext

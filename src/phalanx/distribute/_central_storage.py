@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import jax
 
-from ._devices import DeviceSpec, resolve_device
+from ..cluster import DeviceSpec, resolve_device
 from ._mirrored import MirroredStrategy
 
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..cluster import cpu_device_count_from_env, set_cpu_device_count
+from ..cluster import DeviceSpec, cpu_device_count_from_env, resolve_devices, set_cpu_device_count
 from ._cross_device_ops import CrossDeviceOps, check_cross_device_ops
-from ._devices import DeviceSpec, resolve_devices
 from ._strategy import Strategy
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax
 
-from ._devices import DeviceSpec, resolve_device
+from ..cluster import DeviceSpec, resolve_device
 from ._strategy import Strategy
 
 

@@ -25,8 +25,8 @@ import threading
 import warnings
 from typing import TYPE_CHECKING
 
+from ..cluster import simulate_tpu
 from ..errors import DistributeArgumentError, TPUNotFoundError
-from ._devices import simulate_tpu
 from ._multi_worker import MultiWorkerMirroredStrategy
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from ..errors import DeviceNotFoundError, DistributeArgumentError
 DeviceSpec = jax.Device | int | str
 
 # TensorFlow device types -> JAX platform names.
-_PLATFORMS = {"cpu": ("cpu",), "gpu": ("gpu", "cuda", "rocm"), "tpu": ("tpu",)}
+PLATFORMS = {"cpu": ("cpu",), "gpu": ("gpu", "cuda", "rocm"), "tpu": ("tpu",)}
 _DEVICE_RE = re.compile(r"(?:^|/)(?:device:)?(?P<kind>cpu|gpu|tpu):(?P<index>\d+)$")
 _TASK_RE = re.compile(r"/task:(?P<task>\d+)")
 
@@ -61,12 +61,17 @@ def simulate_tpu(devices: Sequence[jax.Device]) -> None:
     _simulated_tpu = tuple(devices)
 
 
+def simulated_tpu_cores(process: int) -> list[jax.Device]:
+    """The cores of a simulated ``TPUStrategy`` on process ``process`` (empty without one)."""
+    return [d for d in _simulated_tpu if d.process_index == process]
+
+
 def _platform_devices(kind: str, process: int) -> list[jax.Device]:
     found = [
-        d for d in jax.devices() if d.platform in _PLATFORMS[kind] and d.process_index == process
+        d for d in jax.devices() if d.platform in PLATFORMS[kind] and d.process_index == process
     ]
     if not found and kind == "tpu":
-        found = [d for d in _simulated_tpu if d.process_index == process]
+        found = simulated_tpu_cores(process)
     return found
 
 
