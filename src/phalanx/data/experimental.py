@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DatasetTypeError
+from ..errors import DatasetArgumentError, DatasetTypeError
 from ..io._tfrecord import TFRecordWriter as _FileWriter
 from ._choose import choose_from_datasets as choose
 from ._choose import sample_from_datasets as sample
@@ -31,6 +31,8 @@ from ._options import ThreadingOptions as ThreadingOptions
 from ._readers import make_tf_record_dataset as make_tf_record_dataset
 from ._readers import parse_example_dataset as parse_example_dataset
 from ._shard import SHARD_HINT as SHARD_HINT
+from ._to_device import copy_to_device as copy_to_device
+from ._to_device import prefetch_to_device as prefetch_to_device
 
 
 def cardinality(dataset: Any) -> int:
@@ -131,6 +133,7 @@ def shuffle_and_repeat(buffer_size: int, count: int | None = None, seed: int | N
     """``ds.shuffle(buffer_size, seed, reshuffle_each_iteration=True).repeat(count)``."""
     return _transformation(
         "shuffle_and_repeat",
+        "snapshot",
         lambda ds: ds.shuffle(buffer_size, seed=seed, reshuffle_each_iteration=True).repeat(count),
     )
 
@@ -312,8 +315,137 @@ def unique() -> Any:
     return _apply
 
 
+def snapshot(
+    path: Any,
+    compression: str | None = "AUTO",
+    reader_func: Any = None,
+    shard_func: Any = None,
+) -> Any:
+    """``tf.data.experimental.snapshot``: the transformation ``ds.apply`` takes for ``ds.snapshot``.
+
+    Args:
+      path: The snapshot's folder (local or a URL), as `Dataset.snapshot`.
+      compression: ``"AUTO"``, ``"GZIP"``, ``"SNAPPY"`` or ``None``, as `Dataset.snapshot`.
+      reader_func: Reads the shards back, as `Dataset.snapshot`.
+      shard_func: Picks each element's shard, as `Dataset.snapshot`.
+
+    Returns:
+      A function ``Dataset -> Dataset``.
+    """
+    return _transformation(
+        "snapshot", lambda ds: ds.snapshot(path, compression, reader_func, shard_func)
+    )
+
+
+def save(
+    dataset: Any,
+    path: Any,
+    compression: str | None = None,
+    shard_func: Any = None,
+    checkpoint_args: Any = None,
+) -> None:
+    """``tf.data.experimental.save(dataset, path, ...)``: `Dataset.save`.
+
+    Args:
+      dataset: The `Dataset` to write.
+      path: The folder to write (local or a URL).
+      compression: ``None`` or ``"GZIP"``, as `Dataset.save`.
+      shard_func: Picks each element's shard, as `Dataset.save`.
+      checkpoint_args: As `Dataset.save`.
+
+    Raises:
+      DatasetTypeError: ``dataset`` is not a ``phalanx.data.Dataset``.
+    """
+    if not isinstance(dataset, Dataset):
+        raise DatasetTypeError(
+            f"save expects a phalanx.data.Dataset, got {type(dataset).__name__}."
+        )
+    dataset.save(path, compression, shard_func, checkpoint_args)
+
+
+def load(
+    path: Any, element_spec: Any = None, compression: str | None = None, reader_func: Any = None
+) -> Dataset:
+    """``tf.data.experimental.load(path, ...)``: `Dataset.load`.
+
+    Args:
+      path: A folder written by `save`.
+      element_spec: The elements' spec, or None to read it from the folder.
+      compression: As when saved.
+      reader_func: Reads the shards back, as `Dataset.load`.
+
+    Returns:
+      The saved dataset.
+    """
+    return Dataset.load(path, element_spec, compression, reader_func)
+
+
+def Counter(start: int = 0, step: int = 1, dtype: Any = "int64") -> Dataset:
+    """``tf.data.experimental.Counter``: `Dataset.counter` (``start``, ``start + step``, ...).
+
+    Args:
+      start: The first value.
+      step: The increment.
+      dtype: The elements' dtype.
+
+    Returns:
+      An infinite `Dataset`.
+
+    Examples:
+      >>> [int(x) for x in Counter(2, 3).take(3)]
+      [2, 5, 8]
+    """
+    return Dataset.counter(start, step, dtype)
+
+
+def RandomDataset(seed: int | None = None) -> Dataset:
+    """``tf.data.experimental.RandomDataset(seed)``: `Dataset.random`.
+
+    Args:
+      seed: The seed, or None for a fresh one.
+
+    Returns:
+      An infinite `Dataset` of random int64 scalars.
+    """
+    return Dataset.random(seed)
+
+
+def at(dataset: Any, index: int) -> Any:
+    """``tf.data.experimental.at(dataset, index)``: the element at ``index``.
+
+    Args:
+      dataset: A finite `Dataset`.
+      index: An int in ``[0, cardinality)``.
+
+    Returns:
+      The element, as iterating the dataset yields it.
+
+    Raises:
+      DatasetTypeError: ``dataset`` is not a ``phalanx.data.Dataset``.
+      DatasetArgumentError: ``index`` is not an int, is negative or is past the end
+        (TensorFlow: ``OutOfRangeError``).
+
+    Examples:
+      >>> import phalanx
+      >>> int(at(phalanx.data.Dataset.range(10, 20), 3))
+      13
+    """
+    if not isinstance(dataset, Dataset):
+        raise DatasetTypeError(f"at expects a phalanx.data.Dataset, got {type(dataset).__name__}.")
+    if isinstance(index, bool) or not isinstance(index, int | np.integer) or index < 0:
+        raise DatasetArgumentError(f"at: index must be an int >= 0, got {index!r:.60}.")
+    for element in dataset.skip(int(index)).take(1):
+        return element
+    raise DatasetArgumentError(
+        f"at: index {index} is out of range: the dataset has fewer than {int(index) + 1} "
+        f"elements (cardinality {dataset.cardinality()})."
+    )
+
+
 __all__ = [
     "AUTOTUNE",
+    "Counter",
+    "RandomDataset",
     "TFRecordWriter",
     "INFINITE_CARDINALITY",
     "SHARD_HINT",
@@ -324,23 +456,29 @@ __all__ = [
     "OptimizationOptions",
     "ThreadingOptions",
     "assert_cardinality",
+    "at",
     "bucket_by_sequence_length",
     "cardinality",
     "choose_from_datasets",
+    "copy_to_device",
     "dense_to_ragged_batch",
     "dense_to_sparse_batch",
     "enumerate_dataset",
     "get_single_element",
     "group_by_window",
     "ignore_errors",
+    "load",
     "make_tf_record_dataset",
     "map_and_batch",
     "parallel_interleave",
     "parse_example_dataset",
+    "prefetch_to_device",
     "rejection_resample",
     "sample_from_datasets",
+    "save",
     "scan",
     "shuffle_and_repeat",
+    "snapshot",
     "take_while",
     "unbatch",
     "unique",
