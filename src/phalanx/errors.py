@@ -107,6 +107,10 @@ class ExampleInputError(PhalanxError, TypeError):
     """``parse_example``/``parse_single_example`` got something other than serialized Examples."""
 
 
+class CsvParseError(PhalanxError, ValueError):
+    """A CSV record does not parse: its number of fields, a number, a required field or quotes."""
+
+
 class LayerShapeError(PhalanxError, ValueError):
     """A layer received an input whose shape or dtype it cannot take; the message names the layer."""
 

@@ -192,6 +192,26 @@ def _readers_and_snapshot(base):
     assert gfile.glob(f"{base}/snap/*")
 
 
+def _csv_readers(base):
+    with gfile.GFile(f"{base}/t.csv", "w") as f:
+        f.write('a,b\n1,"x\ny"\n2,z\n')
+    rows = pdata.experimental.CsvDataset(f"{base}/t.csv", [[0], [""]], header=True)
+    assert [(int(a), b.item()) for a, b in rows] == [(1, b"x\ny"), (2, b"z")]
+    batches = pdata.experimental.make_csv_dataset(
+        f"{base}/*.csv", 2, label_name="b", num_epochs=1, shuffle=False
+    )
+    ((features, label),) = list(batches)
+    assert features["a"].tolist() == [1, 2] and label.tolist() == [b"x\ny", b"z"]
+
+
+def _experimental_spellings(base):
+    pdata.experimental.save(pdata.Dataset.range(3), f"{base}/x-saved")
+    assert [int(x) for x in pdata.experimental.load(f"{base}/x-saved")] == [0, 1, 2]
+    snap = pdata.Dataset.range(3).apply(pdata.experimental.snapshot(f"{base}/x-snap"))
+    assert [int(x) for x in snap] == [0, 1, 2]
+    assert gfile.glob(f"{base}/x-snap/*")
+
+
 def _gfile(base):
     gfile.makedirs(f"{base}/g/deep")
     gfile.mkdir(f"{base}/g/other")
@@ -240,6 +260,11 @@ RUNNERS = {
     "phalanx.data._dataset.Dataset.load": _records_and_files,
     "phalanx.data._dataset.Dataset.snapshot": _readers_and_snapshot,
     "phalanx.data._readers.make_tf_record_dataset": _readers_and_snapshot,
+    "phalanx.data._csv.CsvDataset": _csv_readers,
+    "phalanx.data.experimental.save": _experimental_spellings,
+    "phalanx.data.experimental.load": _experimental_spellings,
+    "phalanx.data.experimental.snapshot": _experimental_spellings,
+    "phalanx.data._csv.make_csv_dataset": _csv_readers,
     "phalanx.data._sources.FileSourceDataset": _records_and_files,
     "phalanx.data._record_datasets.TFRecordDataset": _records_and_files,
     "phalanx.data._record_datasets.TextLineDataset": _records_and_files,

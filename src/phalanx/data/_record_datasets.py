@@ -97,13 +97,15 @@ class _RecordFileDataset(FileSourceDataset):
         return TensorSpec((), object)
 
 
-class _RecordFileIterator(DatasetIterator):
-    """Reads the files one after another, a block of records at a time (``_record_blocks.py``).
+class FileBlocksIterator(DatasetIterator):
+    """Reads a ``_RecordFileDataset``'s files one after another, a block of values at a time.
 
-    ``pending`` holds the current block's records (an ``object`` array) and
-    ``ends`` the reader's ``(record, offset)`` after each; ``at`` is the next
-    one to hand out. ``record``/``offset`` are the position after the last
-    record handed out, so the state never includes records read ahead.
+    The reader of each file yields values and reports ``position == (record, offset)``
+    after each (``_record_blocks.py``); ``pending`` holds the current block's values and
+    ``ends`` the reader's ``(record, offset)`` after each; ``at`` is the next one to hand
+    out. ``record``/``offset`` are the position after the last value handed out, so the
+    state never includes values read ahead. Subclasses say what a block and an element
+    are (``_block``, ``_element``).
     """
 
     def __init__(self, ds: _RecordFileDataset):
@@ -139,7 +141,7 @@ class _RecordFileIterator(DatasetIterator):
                 self.file += 1
                 self.record, self.offset = 0, None
                 continue
-            self.pending = rb.objects(block.records)
+            self.pending = self._block(block.records)
             self.ends = (block.index.tolist(), block.offset.tolist())
             self.at = 0
             return True
@@ -149,11 +151,67 @@ class _RecordFileIterator(DatasetIterator):
         self.at += n
         self.record, self.offset = self.ends[0][self.at - 1], self.ends[1][self.at - 1]
 
-    def __next__(self) -> np.ndarray:
+    def _block(self, values: list[Any]) -> Any:
+        return values
+
+    def _element(self, value: Any) -> Any:
+        return value
+
+    def __next__(self) -> Any:
         if self.at == len(self.pending) and not self._fill():
             raise StopIteration
         self._take(1)
-        return rb.as_element(self.pending[self.at - 1])
+        return self._element(self.pending[self.at - 1])
+
+    def close(self) -> None:
+        self._close_file()
+
+    def _close_file(self) -> None:
+        if self.it is not None:
+            self.it.close()
+        damaged = getattr(self.reader, "damaged", None)
+        if damaged:
+            _log.warning(
+                "%s: skipped %d damaged records (record, byte offset, what): %s",
+                self.reader.path,
+                len(damaged),
+                damaged[:10],
+            )
+            damaged.clear()
+        self.it = self.reader = None
+        self._drop_block()
+
+    def get_state(self) -> dict[str, Any]:
+        names = self.ds._filenames
+        path = names[self.file] if self.file < len(names) else None
+        return {"file": self.file, "record": self.record, "offset": self.offset, "path": path}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self._close_file()
+        self.error = None
+        self.file, self.record = int(state["file"]), int(state["record"])
+        self.offset = None if state.get("offset") is None else int(state["offset"])
+        names = self.ds._filenames
+        path = state.get("path")
+        here = names[self.file] if 0 <= self.file < len(names) else None
+        if path is not None and path != here:
+            raise IteratorStateError(
+                f"The iterator state was saved reading {path!r} as file {self.file} of this "
+                f"source, but file {self.file} is now {here!r}: the files changed since the "
+                "checkpoint (new files in the bucket or folder reorder a list_files glob). "
+                "Restore with the same files, or start the input from the beginning."
+            )
+
+
+class _RecordFileIterator(FileBlocksIterator):
+    """A ``FileBlocksIterator`` of string records, handing them over in blocks too
+    (``next_records`` ...: ``_record_blocks.py``)."""
+
+    def _block(self, values: list[Any]) -> np.ndarray:
+        return rb.objects(values)
+
+    def _element(self, value: Any) -> np.ndarray:
+        return rb.as_element(value)
 
     def next_records(self, k: int) -> np.ndarray:
         """The next ``1..k`` records as an ``object`` array (empty at the end)."""
@@ -197,45 +255,6 @@ class _RecordFileIterator(DatasetIterator):
         """Hands out the first ``n`` records of ``records_ahead()``."""
         if n:
             self._take(n)
-
-    def _close_file(self) -> None:
-        if self.it is not None:
-            self.it.close()
-        damaged = getattr(self.reader, "damaged", None)
-        if damaged:
-            _log.warning(
-                "%s: skipped %d damaged records (record, byte offset, what): %s",
-                self.reader.path,
-                len(damaged),
-                damaged[:10],
-            )
-            damaged.clear()
-        self.it = self.reader = None
-        self._drop_block()
-
-    def close(self) -> None:
-        self._close_file()
-
-    def get_state(self) -> dict[str, Any]:
-        names = self.ds._filenames
-        path = names[self.file] if self.file < len(names) else None
-        return {"file": self.file, "record": self.record, "offset": self.offset, "path": path}
-
-    def set_state(self, state: dict[str, Any]) -> None:
-        self._close_file()
-        self.error = None
-        self.file, self.record = int(state["file"]), int(state["record"])
-        self.offset = None if state.get("offset") is None else int(state["offset"])
-        names = self.ds._filenames
-        path = state.get("path")
-        here = names[self.file] if 0 <= self.file < len(names) else None
-        if path is not None and path != here:
-            raise IteratorStateError(
-                f"The iterator state was saved reading {path!r} as file {self.file} of this "
-                f"source, but file {self.file} is now {here!r}: the files changed since the "
-                "checkpoint (new files in the bucket or folder reorder a list_files glob). "
-                "Restore with the same files, or start the input from the beginning."
-            )
 
 
 _BLOCK = 256  # records per block from a reader that yields them one by one

@@ -19,6 +19,8 @@ from ..errors import DatasetArgumentError, DatasetTypeError
 from ..io._tfrecord import TFRecordWriter as _FileWriter
 from ._choose import choose_from_datasets as choose
 from ._choose import sample_from_datasets as sample
+from ._csv import CsvDataset as CsvDataset
+from ._csv import make_csv_dataset as make_csv_dataset
 from ._dataset import Dataset
 from ._options import AUTOTUNE as AUTOTUNE
 from ._options import INFINITE_CARDINALITY as INFINITE_CARDINALITY
@@ -445,6 +447,7 @@ def at(dataset: Any, index: int) -> Any:
 __all__ = [
     "AUTOTUNE",
     "Counter",
+    "CsvDataset",
     "RandomDataset",
     "TFRecordWriter",
     "INFINITE_CARDINALITY",
@@ -468,6 +471,7 @@ __all__ = [
     "group_by_window",
     "ignore_errors",
     "load",
+    "make_csv_dataset",
     "make_tf_record_dataset",
     "map_and_batch",
     "parallel_interleave",

@@ -24,6 +24,7 @@ from ._composite import RaggedTensor as RaggedTensor
 from ._composite import RaggedTensorSpec as RaggedTensorSpec
 from ._composite import SparseTensor as SparseTensor
 from ._composite import SparseTensorSpec as SparseTensorSpec
+from ._csv import decode_csv as decode_csv
 from ._parse_example import FixedLenFeature as FixedLenFeature
 from ._parse_example import FixedLenSequenceFeature as FixedLenSequenceFeature
 from ._parse_example import RaggedFeature as RaggedFeature
@@ -46,6 +47,7 @@ __all__ = [
     "TFRecordOptions",
     "TFRecordWriter",
     "VarLenFeature",
+    "decode_csv",
     "gfile",
     "parse_example",
     "parse_single_example",

@@ -1,0 +1,539 @@
+"""CSV records as TensorFlow parses them: ``decode_csv`` and the reader of ``CsvDataset``.
+
+Two parsers, as TensorFlow has two (``decode_csv_op.cc`` and
+``csv_dataset_op.cc``, TF 2.21), sharing the columns' types, defaults and
+number syntax:
+
+* ``decode_csv`` splits each record string alone (TF's ``ExtractFields``): a
+  quoted field must end with a quote followed by the delimiter or the end; an
+  unquoted one may not hold a quote, ``\\r`` or ``\\n``.
+* ``CsvReader`` reads a file (``CsvDataset``): records end at an unquoted
+  ``\\n``, ``\\r`` or ``\\r\\n``; quoted fields (RFC 4180, ``""`` for a quote)
+  may hold delimiters and line breaks. A record with an error is consumed
+  whole and handed out as the error, so the next record parses (and
+  ``ignore_errors`` drops only the bad one), as TF's iterator.
+
+Numbers follow TF's ``safe_strto32/64`` and ``safe_strtof/d``: spaces around
+them are allowed, ints are ``-?digits`` in range, floats are decimal (with an
+exponent), ``inf``/``nan`` (any case) or a hex integer. An empty field, or
+one equal to ``na_value``, takes the column's default; a column without one
+(a dtype or an empty list) is required.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..errors import CsvParseError, DatasetArgumentError, DatasetTypeError, TruncatedRecordError
+from . import _record_blocks as rb
+from ._tfrecord import _MIN_CHUNK, normalize_compression_type, open_stream
+
+__all__ = ["CsvReader", "decode_csv"]
+
+_STRING = np.dtype(object)
+_DTYPES = {"int32", "int64", "float32", "float64", "string"}
+_INT = re.compile(rb"[ \t\n\v\f\r]*-?[0-9]+[ \t\n\v\f\r]*")
+_FLOAT = re.compile(
+    rb"[ \t\n\v\f\r]*[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|nan|0x[0-9a-f]+)"
+    rb"[ \t\n\v\f\r]*",
+    re.IGNORECASE,
+)
+_LIMITS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+
+
+class Column(NamedTuple):
+    """One output column: its dtype (``object`` for strings) and default (None: required)."""
+
+    dtype: np.dtype
+    default: Any
+
+    @property
+    def name(self) -> str:
+        return "string" if self.dtype == _STRING else self.dtype.name
+
+
+def _dtype_name(x: Any) -> str | None:
+    """``"int32"`` ... ``"string"`` for a dtype spelling, None when ``x`` is not a dtype."""
+    if isinstance(x, np.ndarray | np.generic | list | tuple):
+        return None
+    if x in (str, bytes, object, np.str_, np.bytes_, np.object_, "string", "str", "bytes"):
+        return "string"
+    if isinstance(x, np.dtype) or (isinstance(x, type) and issubclass(x, np.generic)):
+        kind = np.dtype(x)
+    elif isinstance(x, str) or x in (int, float):
+        try:
+            kind = np.dtype(x)
+        except TypeError:
+            return None
+    else:
+        return None
+    return "string" if kind.kind in "OSU" else kind.name
+
+
+def columns(record_defaults: Any, who: str) -> list[Column]:
+    """The columns of ``record_defaults`` (TF's rules): a dtype or an empty list is required;
+    a scalar or a one-element list is the default, its type the column's."""
+    if isinstance(record_defaults, np.ndarray):
+        record_defaults = list(record_defaults)  # TF 2: np.zeros(5) is five float64 defaults
+    if not isinstance(record_defaults, Sequence) or isinstance(record_defaults, str | bytes):
+        raise DatasetTypeError(
+            f"{who}: record_defaults must be a list with one entry per column (a dtype, or a "
+            f"default value in a list: [0.0], ['']); received {record_defaults!r:.80}."
+        )
+    if not record_defaults:
+        raise DatasetArgumentError(f"{who}: record_defaults is empty; give one entry per column.")
+    return [_column(x, i, who) for i, x in enumerate(record_defaults)]
+
+
+def _column(x: Any, i: int, who: str) -> Column:
+    name = _dtype_name(x)
+    if name is not None:
+        return _checked(name, None, x, i, who)
+    if isinstance(x, (np.ndarray, list | tuple)):
+        a = np.asarray(x, dtype=object if _holds_text(x) else None)
+        if a.ndim > 1:
+            raise DatasetArgumentError(
+                f"{who}: Each record default should be at most rank 1; field {i} has shape "
+                f"{a.shape}. Give a scalar, a one-element list, or a dtype."
+            )
+        if a.size > 1:
+            raise DatasetArgumentError(
+                f"{who}: There should only be 1 default per field but field {i} has {a.size} "
+                f"({x!r:.60})."
+            )
+        if a.size == 0:  # tf.constant([]) is float32; an empty numpy array keeps its dtype
+            return _checked(_kind_name(a.dtype, x), None, x, i, who)
+        return _checked(_kind_name(a.dtype, x), a.reshape(-1)[0], x, i, who)
+    return _checked(_kind_name(np.asarray(x).dtype, x), x, x, i, who)
+
+
+def _holds_text(x: Any) -> bool:
+    return any(isinstance(v, str | bytes) for v in np.asarray(x, dtype=object).ravel().tolist())
+
+
+def _kind_name(dtype: np.dtype, given: Any = None) -> str:
+    """TF's dtype of a Python default: ``int`` -> int32, ``float`` -> float32, text -> string."""
+    if dtype.kind in "OSU":
+        return "string"
+    if not isinstance(given, np.ndarray | np.generic):
+        return {"i": "int32", "f": "float32"}.get(dtype.kind, dtype.name)
+    return dtype.name
+
+
+def _checked(name: str, default: Any, given: Any, i: int, who: str) -> Column:
+    if name not in _DTYPES:
+        raise DatasetTypeError(
+            f"{who}: field {i}'s record default {given!r:.60} is of type {name}; CSV columns are "
+            "float32, float64, int32, int64 or string. Parse as one of those and cast in a map."
+        )
+    if name == "string":
+        if default is not None and not isinstance(default, bytes):
+            default = str(default).encode("utf-8")
+        return Column(_STRING, default)
+    dtype = np.dtype(name)
+    return Column(dtype, None if default is None else dtype.type(default))
+
+
+def parse_value(field: bytes, column: Column) -> Any:
+    """``field`` as ``column``'s type (TF's ``safe_strto*``); raises ``ValueError`` if it is not one."""
+    name = column.name
+    if name == "string":
+        return field
+    if name in _LIMITS:
+        low, high = _LIMITS[name]
+        if _INT.fullmatch(field) and low <= (value := int(field)) <= high:
+            return column.dtype.type(value)
+    elif _FLOAT.fullmatch(field):
+        text = field.strip().lower()
+        body = text.lstrip(b"+-")
+        if body.startswith(b"0x"):
+            value = float(int(body, 16)) * (-1.0 if text.startswith(b"-") else 1.0)
+        else:
+            value = float(text)
+        with np.errstate(over="ignore"):
+            return column.dtype.type(value)
+    word = {"float32": "float", "float64": "double"}.get(name, name)
+    raise ValueError(f"is not a valid {word}")
+
+
+class Format(NamedTuple):
+    """The CSV dialect: the delimiter (one byte), whether quotes delimit, and the NA string."""
+
+    delim: bytes
+    use_quote: bool
+    na_value: bytes
+
+    @property
+    def stop(self) -> re.Pattern:
+        return re.compile(b"[" + re.escape(self.delim) + b"\r\n]")
+
+
+def csv_format(field_delim: Any, use_quote_delim: Any, na_value: Any, who: str) -> Format:
+    delim = field_delim.encode("utf-8") if isinstance(field_delim, str) else field_delim
+    if not isinstance(delim, bytes) or len(delim) != 1:
+        raise DatasetArgumentError(
+            f"{who}: field_delim should be only 1 char; received {field_delim!r}."
+        )
+    if not isinstance(use_quote_delim, bool | np.bool_):
+        raise DatasetTypeError(
+            f"{who}: use_quote_delim must be a bool; received {use_quote_delim!r}."
+        )
+    na = na_value.encode("utf-8") if isinstance(na_value, str) else na_value
+    if not isinstance(na, bytes):
+        raise DatasetTypeError(f"{who}: na_value must be a string; received {na_value!r}.")
+    return Format(delim, bool(use_quote_delim), na)
+
+
+def convert(fields: list[bytes], cols: list[Column], fmt: Format) -> list[Any]:
+    """The typed values of a record's fields; raises ``ValueError('Field i ...')``."""
+    out = []
+    for f, (field, col) in enumerate(zip(fields, cols, strict=True)):
+        if not field or field == fmt.na_value:
+            if col.default is None:
+                raise ValueError(f"Field {f} is required but missing")
+            out.append(col.default)
+            continue
+        try:
+            out.append(parse_value(field, col))
+        except ValueError as e:
+            raise ValueError(f"Field {f} {e}: {field.decode('utf-8', 'replace')!r}") from None
+    return out
+
+
+# --- decode_csv ---------------------------------------------------------------------------------
+
+
+def _split(record: bytes, fmt: Format, select: list[int] | None) -> list[bytes]:
+    """TF's ``DecodeCSVOp::ExtractFields`` of one record; raises ``ValueError``."""
+    fields: list[bytes] = []
+    n, i, parsed, d = len(record), 0, 0, fmt.delim
+    if not n:
+        return fields
+    while i < n:
+        c = record[i : i + 1]
+        if c in (b"\n", b"\r"):
+            i += 1
+            continue
+        if fmt.use_quote and c == b'"':
+            field, i = _quoted(record, i + 1, d)
+        else:
+            end = record.find(d, i)
+            end = n if end < 0 else end
+            field = record[i:end]
+            if (fmt.use_quote and b'"' in field) or b"\n" in field or b"\r" in field:
+                raise ValueError("Unquoted fields cannot have quotes/CRLFs inside")
+            i = end + 1
+        if select is None or select[len(fields)] == parsed:
+            fields.append(field)
+            if select is not None and len(fields) == len(select):
+                return fields
+        parsed += 1
+    if (select is None or select[len(fields)] == parsed) and record[-1:] == d:
+        fields.append(b"")
+    return fields
+
+
+def _quoted(record: bytes, i: int, d: bytes) -> tuple[bytes, int]:
+    n, parts = len(record), []
+    while i < n - 1:
+        q = record.find(b'"', i, n - 1)
+        if q < 0:
+            parts.append(record[i : n - 1])
+            i = n - 1
+            break
+        parts.append(record[i:q])
+        if record[q + 1 : q + 2] == d:
+            i = q
+            break
+        if record[q + 1 : q + 2] != b'"':
+            raise ValueError("Quote inside a string has to be escaped by another quote")
+        parts.append(b'"')
+        i = q + 2
+    if not (i < n and record[i : i + 1] == b'"' and (i == n - 1 or record[i + 1 : i + 2] == d)):
+        raise ValueError("Quoted field has to end with quote followed by delim or end")
+    return b"".join(parts), i + 2
+
+
+def _as_bytes(x: Any) -> bytes:
+    if isinstance(x, bytes | np.bytes_):
+        return bytes(x)
+    if isinstance(x, str | np.str_):
+        return str(x).encode("utf-8")
+    raise CsvParseError(
+        f"decode_csv: records must be strings (str or bytes); found {type(x).__name__} {x!r:.40}."
+    )
+
+
+def decode_csv(
+    records: Any,
+    record_defaults: Any,
+    field_delim: str = ",",
+    use_quote_delim: bool = True,
+    name: str | None = None,
+    na_value: str = "",
+    select_cols: Sequence[int] | None = None,
+) -> list[np.ndarray]:
+    """Converts CSV records to one array per column (``tf.io.decode_csv``).
+
+    RFC 4180 format is expected (quoted fields, ``""`` for a quote inside one); spaces are
+    allowed around int and float fields, as TensorFlow.
+
+    Args:
+        records: a string, or an array (any shape) of strings: one CSV record each.
+        record_defaults: one entry per output column: a dtype (``"float32"``, ``np.int64``,
+            ``"string"`` ...) or an empty list for a required column, a value or a one-element
+            list (``[0.0]``, ``[""]``, ``3``) for the default of an empty field. A Python
+            ``int`` default makes an int32 column, a ``float`` a float32 one, as TensorFlow.
+        field_delim: the one-character delimiter of fields.
+        use_quote_delim: False treats double quotes as ordinary characters.
+        name: accepted for TensorFlow compatibility.
+        na_value: a field equal to this is missing too (takes the default).
+        select_cols: the sorted indices of the columns to return (one per
+            ``record_defaults`` entry); all columns when None.
+
+    Returns:
+        A list with one array per column, of ``records``' shape: ``int32``, ``int64``,
+        ``float32``, ``float64``, or ``object`` holding ``bytes`` for strings.
+
+    Raises:
+        CsvParseError: a record has the wrong number of fields, an unparsable number, a
+            missing required field or misplaced quotes (naming the record and field).
+        DatasetArgumentError: ``select_cols`` is not increasing, negative, or of another
+            length than ``record_defaults`` (TF's messages).
+
+    Examples:
+        >>> a, b, c = decode_csv(["1,2.5,x", '2,,"y, z"'], [[0], [0.0], ["?"]])
+        >>> a, b, c
+        (array([1, 2], dtype=int32), array([2.5, 0. ], dtype=float32), array([b'x', b'y, z'], dtype=object))
+    """
+    who = "decode_csv"
+    cols = columns(record_defaults, who)
+    fmt = csv_format(field_delim, use_quote_delim, na_value, who)
+    select = None
+    if select_cols is not None:
+        select = [int(c) for c in select_cols]
+        if any(a >= b for a, b in itertools.pairwise(select)):
+            raise DatasetArgumentError("select_cols is not strictly increasing.")
+        if select and select[0] < 0:
+            raise DatasetArgumentError("select_cols contains negative values.")
+        if len(select) != len(cols):
+            raise DatasetArgumentError("Length of select_cols and record_defaults do not match.")
+    array = np.asarray(records, dtype=object)
+    flat = array.reshape(-1)
+    values: list[list[Any]] = [[] for _ in cols]
+    for r, record in enumerate(flat.tolist()):
+        where = f"record {r}" if array.ndim <= 1 else f"record {np.unravel_index(r, array.shape)}"
+        try:
+            fields = _split(_as_bytes(record), fmt, select)
+            if len(fields) != len(cols):
+                raise ValueError(f"Expect {len(cols)} fields but have {len(fields)}")
+            row = convert(fields, cols, fmt)
+        except ValueError as e:
+            raise CsvParseError(
+                f"decode_csv: {e} in {where} ({_show(record)}). Check the record against "
+                "record_defaults (one entry per column) and field_delim."
+            ) from None
+        for v, x in zip(values, row, strict=True):
+            v.append(x)
+    return [_column_array(v, c, array.shape) for v, c in zip(values, cols, strict=True)]
+
+
+def _column_array(values: list[Any], col: Column, shape: tuple[int, ...]) -> np.ndarray:
+    if col.dtype == _STRING:
+        return rb.objects(values).reshape(shape)
+    return np.array(values, col.dtype).reshape(shape)
+
+
+def _show(record: Any) -> str:
+    text = record.decode("utf-8", "replace") if isinstance(record, bytes) else str(record)
+    return repr(text if len(text) <= 80 else text[:77] + "...")
+
+
+# --- CsvReader ----------------------------------------------------------------------------------
+
+
+def _file_record(buf: bytes, i: int, eof: bool, fmt: Format, stop: re.Pattern):
+    """TF's ``CSVDatasetOp`` ``ReadRecord`` from ``buf[i]``: ``(fields, error, next)``, or None
+    when the record goes on past ``buf`` (and ``buf`` is not the end of the file)."""
+    fields: list[bytes] = []
+    error: str | None = None
+    n, delim = len(buf), fmt.delim[0]
+    while True:
+        if i >= n:  # a delimiter ended the buffer
+            if not eof:
+                return None
+            fields.append(b"")
+            return fields, error, i
+        if fmt.use_quote and buf[i] == 34:
+            j, parts, bad = i + 1, [], False
+            while True:
+                q = buf.find(b'"', j)
+                if q < 0 or (q + 1 >= n and not eof):
+                    if not eof:
+                        return None
+                    return fields, error or "Reached end of file without closing quoted field", n
+                if q + 1 >= n:  # the file ends with the closing quote
+                    parts.append(buf[j:q])
+                    fields.append(b"".join(parts))
+                    return fields, error, n
+                ch = buf[q + 1]
+                if ch == 34:
+                    parts.append(buf[j : q + 1])
+                    j = q + 2
+                    continue
+                if ch == delim or ch in (10, 13):
+                    parts.append(buf[j:q])
+                    fields.append(b"".join(parts))
+                    i = q + 2
+                    break
+                if not bad:
+                    bad = True
+                    error = error or "Quote inside a string has to be escaped by another quote"
+                j = q + 2
+        else:
+            m = stop.search(buf, i)
+            if m is None:
+                if not eof:
+                    return None
+                field, ch, i = buf[i:], -1, n
+            else:
+                k = m.start()
+                field, ch, i = buf[i:k], buf[k], k + 1
+            if fmt.use_quote and b'"' in field:
+                error = error or "Unquoted fields cannot have quotes inside"
+            fields.append(field)
+            if ch == -1:
+                return fields, error, i
+        if ch != delim:  # \n or \r: the end of the record
+            if ch == 13:
+                if i >= n and not eof:
+                    return None
+                if buf[i : i + 1] == b"\n":
+                    i += 1
+            return fields, error, i
+
+
+class CsvReader:
+    """Iterates the records of one CSV file as rows of typed values (low level of ``CsvDataset``).
+
+    Each row is a tuple with one value per column (numpy scalars; strings as 0-d ``object``
+    arrays holding ``bytes``). A record that does not parse is yielded as its
+    ``CsvParseError`` (not raised), after which `position` is past it.
+
+    Args:
+        path: the file (a local path or a URL).
+        cols: the output columns (``columns(record_defaults, ...)``).
+        fmt: the delimiter, quoting and NA string (``csv_format(...)``).
+        include: the indices of the file's columns to return, or ``("exclude", [...])``
+            of those to leave out; None returns every column.
+        header: skip the file's first record.
+        compression_type: ``None``/``""``, ``"ZLIB"`` or ``"GZIP"``.
+        buffer_size: bytes to read at a time (at least 4 MiB).
+        start: ``(index, offset)`` to resume from, as `position` gave.
+
+    Examples:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "a.csv")
+        >>> _ = open(path, "wb").write(b'1,"a\\nb"\\r\\n2,c')
+        >>> cols = columns([[0], [""]], "example")
+        >>> [(int(a), b.item()) for a, b in CsvReader(path, cols, csv_format(",", True, "", ""))]
+        [(1, b'a\\nb'), (2, b'c')]
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        cols: list[Column],
+        fmt: Format,
+        *,
+        include: Any = None,
+        header: bool = False,
+        compression_type: str | None = None,
+        buffer_size: int | None = None,
+        start: tuple[int, int] = (0, 0),
+    ):
+        self.path = os.fspath(path)
+        self.cols, self.fmt, self.header = cols, fmt, bool(header)
+        self._keep = _keeper(include)
+        self.compression_type = normalize_compression_type(compression_type)
+        self._chunk = max(int(buffer_size or 0), _MIN_CHUNK)
+        self.position = (int(start[0]), int(start[1]))
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._rows()
+
+    def _rows(self) -> Iterator[Any]:
+        index, base = self.position
+        src = open_stream(self.path, self.compression_type, base, self._chunk)
+        stop = self.fmt.stop
+        try:
+            buf, i, eof = b"", 0, False
+            skip_header = self.header and base == 0
+            while True:
+                if i >= len(buf) and eof:
+                    if skip_header:
+                        yield self._error(index, base, "Can't read header of file: it is empty")
+                    break
+                found = None if i >= len(buf) else _file_record(buf, i, eof, self.fmt, stop)
+                if found is None:
+                    more = src.read(self._chunk)
+                    eof = not more
+                    base, buf, i = base + i, buf[i:] + more, 0
+                    continue
+                fields, error, i = found
+                if skip_header:
+                    skip_header = False
+                    self.position = (index, base + i)
+                    if error:
+                        yield self._error(index, base, f"Can't read header of file: {error}")
+                        break
+                    continue
+                row = self._row(fields, error, index, base)
+                index += 1
+                self.position = (index, base + i)
+                yield row
+            if not getattr(src, "ended_cleanly", True):
+                raise TruncatedRecordError(
+                    f"{self.path}: the {self.compression_type} stream ends before its end marker "
+                    f"after record {index}; every complete record before it was read. The file "
+                    "was cut short."
+                )
+        finally:
+            src.close()
+
+    def _row(self, fields: list[bytes], error: str | None, index: int, base: int) -> Any:
+        if error:
+            return self._error(index, base, error)
+        fields = self._keep(fields)
+        n = len(self.cols)
+        if len(fields) != n:
+            more = "more" if len(fields) > n else len(fields)
+            return self._error(index, base, f"Expect {n} fields but have {more}")
+        try:
+            values = convert(fields, self.cols, self.fmt)
+        except ValueError as e:
+            return self._error(index, base, str(e))
+        return tuple(rb.as_element(v) if isinstance(v, bytes) else v for v in values)
+
+    def _error(self, index: int, offset: int, what: str) -> CsvParseError:
+        return CsvParseError(
+            f"{self.path}: {what} in record {index} (the file's record {index} after any "
+            "header). Check the file against record_defaults (one per selected column), "
+            "field_delim and header, or drop bad records with ignore_errors()."
+        )
+
+
+def _keeper(include: Any):
+    if include is None:
+        return lambda fields: fields
+    if isinstance(include, tuple) and include and include[0] == "exclude":
+        out = set(include[1])
+        return lambda fields: [f for k, f in enumerate(fields) if k not in out]
+    keep = list(include)
+    return lambda fields: [fields[k] for k in keep if k < len(fields)]
