@@ -11,13 +11,12 @@ auto-sharding gives each input pipeline its share of the files.
 shuffled), column names from the header, column types inferred from the first
 ``num_rows_for_inference`` rows (Python's ``csv`` module, as TF), one
 ``CsvDataset`` per file interleaved, ``shuffle``/``repeat``, ``batch``, a map
-to ``(OrderedDict of features, label)`` and ``prefetch``.
+to ``(dict of features, label)`` and ``prefetch``.
 """
 
 from __future__ import annotations
 
 import codecs
-import collections
 import csv
 import itertools
 from collections.abc import Iterator, Sequence
@@ -379,9 +378,9 @@ def make_csv_dataset(
         encoding: the text encoding of the header and of the rows read for inference.
 
     Returns:
-        A ``Dataset`` of ``(features, label)``: ``features`` an ``OrderedDict`` of column
-        name to a ``(batch,)`` array, ``label`` a ``(batch,)`` array; only ``features``
-        without ``label_name``.
+        A ``Dataset`` of ``(features, label)``: ``features`` a dict of column name to a
+        ``(batch,)`` array, in column order (TF: an ``OrderedDict``), ``label`` a ``(batch,)``
+        array; only ``features`` without ``label_name``.
 
     Raises:
         DatasetArgumentError: no file matches; no ``column_names`` and ``header=False``;
@@ -465,7 +464,7 @@ def make_csv_dataset(
     names = column_names
 
     def to_features(*values: Any) -> Any:
-        features = collections.OrderedDict(zip(names, values, strict=True))
+        features = dict(zip(names, values, strict=True))
         if label_name is None:
             return features
         label = features.pop(label_name)
