@@ -551,3 +551,221 @@ def test_fit_on_a_make_csv_dataset_pipeline(tmp_path):
     history = model.fit(ds.repeat(), epochs=5, steps_per_epoch=4, verbose=0)
     losses = history.history["loss"]
     assert losses[-1] < losses[0]
+
+
+# --- make_csv_dataset_test.py's cases -----------------------------------------------------------
+
+COLS = [f"col{i}" for i in range(5)]
+FIVE = [
+    [",".join(COLS), "0,1,2,3,4", "5,6,7,8,9"],
+    [",".join(COLS), "10,11,12,13,14", "15,16,17,18,19"],
+]
+FIVE_OUT = [
+    [0, 1, 2, 3, b"4"],
+    [5, 6, 7, 8, b"9"],
+    [10, 11, 12, 13, b"14"],
+    [15, 16, 17, 18, b"19"],
+]
+FIVE_TYPES = [np.array([], np.int32), np.array([], np.int64), np.array([], np.float32),
+              np.array([], np.float64), "string"]  # fmt: skip
+
+
+def _expected_batches(rows, keys, batch_size, num_epochs):
+    """TF's ``_next_expected_batch``."""
+    features = {k: [] for k in keys}
+    for _ in range(num_epochs):
+        for values in rows:
+            for n, key in enumerate(keys):
+                features[key].append(values[n])
+            if len(features[keys[0]]) == batch_size:
+                yield features
+                features = {k: [] for k in keys}
+    if features[keys[0]]:
+        yield features
+
+
+def _check(folder, inputs, expected, keys, batch_size=1, num_epochs=1, label_name=None, **kw):
+    names = _write(folder, inputs, compression_type=kw.get("compression_type"))
+    ds = make_csv_dataset(
+        names, batch_size=batch_size, num_epochs=num_epochs, label_name=label_name, **kw
+    )
+    got = list(ds)
+    want = list(_expected_batches(expected, keys, batch_size, num_epochs))
+    assert len(got) == len(want)
+    for actual, wanted in zip(got, want, strict=True):
+        if label_name is not None:
+            actual, label = actual
+            assert label.tolist() == wanted.pop(label_name)
+        assert list(actual) == list(wanted)  # the columns, in column order
+        for k in wanted:
+            assert actual[k].tolist() == wanted[k]
+    return got
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(column_names=COLS, label_name="col0", column_defaults=FIVE_TYPES),
+        dict(
+            column_names=COLS,
+            label_name="col0",
+            column_defaults=FIVE_TYPES,
+            batch_size=3,
+            num_epochs=10,
+        ),
+        dict(
+            column_names=COLS,
+            label_name="col0",
+            column_defaults=FIVE_TYPES,
+            compression_type="GZIP",
+        ),
+        dict(
+            column_names=COLS,
+            label_name="col0",
+            column_defaults=FIVE_TYPES,
+            compression_type="ZLIB",
+        ),
+        dict(column_names=COLS, column_defaults=FIVE_TYPES),
+        dict(
+            column_names=COLS,
+            label_name="col0",
+            column_defaults=[np.int32, np.int64, np.float32, np.float64, str],
+        ),
+        dict(label_name="col0", column_defaults=FIVE_TYPES),
+    ],
+)
+def test_make_csv_dataset_cases(folder, kwargs):
+    got = _check(folder, FIVE, FIVE_OUT, COLS, shuffle=False, header=True, **kwargs)
+    features = got[0][0] if "label_name" in kwargs else got[0]
+    assert features["col1"].dtype == np.int64 and features["col3"].dtype == np.float64
+
+
+def test_make_csv_dataset_without_header(folder):
+    inputs = [["0,1,2,3,4", "5,6,7,8,9"], ["10,11,12,13,14", "15,16,17,18,19"]]
+    _check(
+        folder, inputs, FIVE_OUT, COLS, column_names=COLS, label_name="col0",
+        column_defaults=FIVE_TYPES, shuffle=False, header=False,
+    )  # fmt: skip
+
+
+BIG = str(2**33)
+
+
+def test_type_inference(folder):
+    inputs = [[",".join(COLS), f"0,{BIG},2.0,3e50,rabbit"]]
+    (got,) = _check(
+        folder, inputs, [[0, 2**33, 2.0, 3e50, b"rabbit"]], COLS, column_names=COLS,
+        label_name="col0", shuffle=False, header=True,
+    )  # fmt: skip
+    features, label = got
+    assert label.dtype == np.int32
+    assert [features[c].dtype for c in COLS[1:]] == [np.int64, np.float32, np.float64, object]
+
+
+def test_type_inference_fallthrough(folder):
+    inputs = [[",".join(COLS), ",,,,", "0,0,0.0,0.0,0.0", f"0,{BIG},2.0,3e50,rabbit", ",,,,"]]
+    expected = [
+        [0, 0, 0, 0, b""],
+        [0, 0, 0, 0, b"0.0"],
+        [0, 2**33, 2.0, 3e50, b"rabbit"],
+        [0, 0, 0, 0, b""],
+    ]
+    _check(
+        folder,
+        inputs,
+        expected,
+        COLS,
+        column_names=COLS,
+        label_name="col0",
+        shuffle=False,
+        header=True,
+    )
+
+
+def test_type_inference_mismatch(tmp_path):
+    names = _write(str(tmp_path), FIVE)
+    with pytest.raises(DatasetArgumentError, match="different number of fields"):
+        make_csv_dataset(names, 2, column_names=[*COLS, "extra_name"], num_epochs=10)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(
+            column_names=COLS,
+            column_defaults=[FIVE_TYPES[i] for i in (1, 3, 4)],
+            select_columns=[1, 3, 4],
+        ),
+        dict(column_names=COLS, select_columns=[1, 3, 4]),
+        dict(select_columns=[1, 3, 4]),
+        dict(column_names=COLS, select_columns=["col1", "col3", "col4"]),
+    ],
+)
+def test_select_columns_cases(folder, kwargs):
+    inputs = [[",".join(COLS), f"0,{BIG},2.0,3e50,rabbit"]]
+    keys = [COLS[i] for i in (1, 3, 4)]
+    _check(folder, inputs, [[2**33, 3e50, b"rabbit"]], keys, shuffle=False, header=True, **kwargs)
+
+
+def test_select_columns_errors(tmp_path):
+    names = _write(str(tmp_path), [[",".join(COLS), f"0,{BIG},2.0,3e50,rabbit"]])
+    with pytest.raises(DatasetArgumentError, match="must have the same length"):
+        make_csv_dataset(
+            names, 1, column_defaults=FIVE_TYPES, column_names=COLS, select_columns=[1, 3, 4]
+        )
+    with pytest.raises(DatasetArgumentError, match="not a valid column index or name"):
+        make_csv_dataset(
+            names, 1, column_defaults=[[0]], column_names=COLS, select_columns=["invalid_col_name"]
+        )
+
+
+def _series(start):
+    return ",".join(str(i) for i in range(start, start + 5))
+
+
+@pytest.mark.parametrize("batch_size", [1, 2])
+def test_shuffle_seeds(tmp_path, batch_size):
+    inputs = [
+        [",".join(COLS)] + [_series(5 * i) for i in range(15)],
+        [",".join(COLS)] + [_series(5 * i) for i in range(15, 20)],
+    ]
+    names = _write(str(tmp_path), inputs)
+
+    def run(seed):
+        ds = make_csv_dataset(
+            names, batch_size, column_names=COLS, column_defaults=FIVE_TYPES, header=True,
+            shuffle=True, shuffle_seed=seed, num_epochs=2,
+        )  # fmt: skip
+        return [b["col0"].tolist() for b in ds]
+
+    first = run(5)
+    assert first == run(5) and first != run(6)
+    assert sorted(v for b in first for v in b) == sorted(list(range(0, 100, 5)) * 2)
+
+
+def test_indefinite_repeat_shape_inference(tmp_path):
+    ds = make_csv_dataset(_write(str(tmp_path), FIVE), batch_size=32, num_epochs=None)
+    assert all(spec.shape == (32,) for spec in ds.element_spec.values())
+
+
+def test_make_csv_dataset_auto_shards_by_file(tmp_path):
+    inputs = [[",".join(COLS)] + [_series(100 * f + 5 * r) for r in range(2)] for f in range(4)]
+    names = _write(str(tmp_path), inputs)
+    ds = make_csv_dataset(names, 2, num_epochs=1, shuffle=True, shuffle_seed=3)
+    firsts = []
+    for i in range(2):
+        mine, used, _ = auto_shard(ds, 2, i, AutoShardPolicy.FILE)
+        assert used == AutoShardPolicy.FILE
+        firsts.append(sorted({v // 100 for b in mine for v in b["col0"].tolist()}))
+    assert sorted(firsts[0] + firsts[1]) == [0, 1, 2, 3] and all(len(f) == 2 for f in firsts)
+
+
+def test_make_csv_dataset_checkpoints_at_every_batch(tmp_path):
+    names = _write(str(tmp_path), FIVE)
+
+    def make():
+        return make_csv_dataset(
+            names, 3, label_name="col0", num_epochs=2, shuffle=True, shuffle_seed=1
+        )
+
+    assert_equal_output_after_checkpoint(make)
