@@ -18,6 +18,7 @@ import warnings
 from typing import Any
 
 from .. import losses, metrics
+from ..mixed_precision import _policy
 from ..optimizers import _optimizers
 
 # Keras optimizer arguments phalanx has no counterpart for, with the values that
@@ -102,13 +103,25 @@ def _plain(value: Any) -> Any:
 def _optimizer_entry(optimizer: Any) -> Any:
     if isinstance(optimizer, str):
         return optimizer
+    if isinstance(optimizer, _policy.LossScaleOptimizer):  # Keras's entry nests the inner one
+        config = {
+            "name": "loss_scale_optimizer",
+            "inner_optimizer": _optimizer_entry(optimizer.inner_optimizer),
+            "initial_scale": optimizer.initial_scale,
+            "dynamic_growth_steps": optimizer.dynamic_growth_steps,
+        }
+        return _keras_optimizer_entry("LossScaleOptimizer", config)
     get_config = getattr(optimizer, "get_config", None)
     if get_config is None:  # an optax transformation: code, not configuration
         raise _NotSerializable(type(optimizer).__name__)
+    return _keras_optimizer_entry(type(optimizer).__name__, _plain(get_config()))
+
+
+def _keras_optimizer_entry(class_name: str, config: dict) -> dict:
     return {
         "module": "keras.optimizers",
-        "class_name": type(optimizer).__name__,
-        "config": _plain(get_config()),
+        "class_name": class_name,
+        "config": config,
         "registered_name": None,
     }
 
@@ -143,6 +156,8 @@ def _entry(obj: Any, module: str) -> Any:
 def _optimizer_from(entry: Any) -> Any:
     if isinstance(entry, str):
         return _optimizers.get(entry)
+    if isinstance(entry, dict) and entry.get("class_name") == "LossScaleOptimizer":
+        return _loss_scale_optimizer_from(dict(entry.get("config") or {}))
     cls = _class(entry, _optimizers, _optimizers.Optimizer)
     config = dict(entry.get("config") or {})
     for key, off in _KERAS_ONLY_OFF.items():
@@ -152,6 +167,18 @@ def _optimizer_from(entry: Any) -> Any:
         if off is not None and value not in off:
             raise _NotSerializable(f"phalanx optimizers have no {key}={value!r}")
     return cls.from_config(_accepted(cls, config, entry["class_name"]))
+
+
+def _loss_scale_optimizer_from(config: dict) -> Any:
+    """Keras's ``LossScaleOptimizer`` entry (its ``inner_optimizer`` an entry too)."""
+    config.pop("name", None)
+    inner = config.pop("inner_optimizer", None)
+    if inner is None:
+        raise _NotSerializable("its LossScaleOptimizer names no inner_optimizer")
+    kwargs = {k: config.pop(k) for k in ("initial_scale", "dynamic_growth_steps") if k in config}
+    if config:
+        raise _NotSerializable(f"phalanx's LossScaleOptimizer takes no {sorted(config)}")
+    return _policy.LossScaleOptimizer(_optimizer_from(inner), **kwargs)
 
 
 def _object_from(entry: Any, kind: str) -> Any:

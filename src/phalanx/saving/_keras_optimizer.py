@@ -23,8 +23,17 @@ parameters inside the state of the optimizer's direction
 momentum hold the learning rate (SGD: ``m = momentum * m - lr * g``), optax's
 ``trace`` does not (``t = momentum * t + g``, the update ``-lr * t``): the
 file holds ``-lr * t`` (SGD) and ``lr * t`` (RMSprop), exact for a constant
-rate. Other optimizers (an optax transformation, a ``LossScaleOptimizer``)
-have no Keras layout: their state is not written, and a file's is not read.
+rate.
+
+``use_ema`` adds Keras's ``average`` family (one moving average per weight)
+right after the two counters, before the slots (Keras's ``build`` makes it
+first): phalanx's ``MovingAverageState.average``. A ``LossScaleOptimizer``'s
+variables are its own ``iteration`` and ``learning_rate`` (Keras keeps them at
+0), ``step_counter`` and ``dynamic_scale`` (created by its ``build``), then its
+inner optimizer's: phalanx's ``LossScaleState(scale, good_steps, inner)``.
+Other optimizers (an optax transformation, ``gradient_accumulation_steps``)
+have no Keras layout here: their state is not written, and a file's is not
+read (a warning naming why).
 """
 
 from __future__ import annotations
@@ -35,7 +44,9 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
+from ..mixed_precision import _policy
 from ..optimizers import _optimizers as o
+from ..optimizers._options import MovingAverageState
 
 
 class _Slot(NamedTuple):
@@ -44,13 +55,22 @@ class _Slot(NamedTuple):
     rate: int  # the file holds rate * lr * optax's value (0: the value itself)
 
 
+def _unsupported(optimizer: Any) -> str | None:
+    """Why ``optimizer``'s state has no Keras layout here, or None when it has one."""
+    if isinstance(optimizer, _policy.LossScaleOptimizer):
+        return _unsupported(optimizer.inner_optimizer)
+    if getattr(optimizer, "gradient_accumulation_steps", None):
+        return (
+            f"gradient_accumulation_steps={optimizer.gradient_accumulation_steps}: phalanx "
+            "neither writes nor reads Keras's gradient accumulators"
+        )
+    if _families(optimizer) is None:
+        return f"{type(optimizer).__name__} has no Keras layout (not a phalanx optimizer)"
+    return None
+
+
 def _families(optimizer: Any) -> list[list[_Slot]] | None:
-    """Keras's slot families for a phalanx optimizer; None for another optimizer (or one
-    with Keras's extra variables: ``use_ema``, ``gradient_accumulation_steps``)."""
-    if getattr(optimizer, "use_ema", False) or getattr(
-        optimizer, "gradient_accumulation_steps", None
-    ):
-        return None
+    """Keras's slot families for a phalanx optimizer; None for another optimizer."""
     kind = type(optimizer)
     if kind is o.SGD:
         return [[_Slot("momentum", ("trace",), -1)]] if optimizer.momentum else []
@@ -142,31 +162,52 @@ def keras_variables(
     """Keras's ``optimizer.variables`` for phalanx's state (host values), or None.
 
     Args:
-      optimizer: the compiled phalanx optimizer (anything else gives None).
+      optimizer: the compiled phalanx optimizer, or a ``LossScaleOptimizer`` around
+        one (anything else gives None).
       opt_state: its optax state, on the host; None before training (Keras's
         optimizer not yet built: only ``iteration`` and ``learning_rate``).
       step: the optimizer steps taken (Keras's ``iterations``).
       params: the trainable parameters' tree (the slots' structure).
       paths: the nnx paths of ``model.trainable_weights``, in Keras's order.
     """
-    families = _families(optimizer)
-    if families is None:
+    if _unsupported(optimizer) is not None:
         return None
+    if not isinstance(optimizer, _policy.LossScaleOptimizer):
+        return _variables(optimizer, opt_state, step, params, paths)
+    own = [np.asarray(0, np.int64), np.asarray(0.0, np.float32)]  # Keras leaves them at 0
+    if opt_state is not None:
+        own += [np.asarray(opt_state.good_steps, np.int64), np.asarray(opt_state.scale, np.float32)]
+    inner = None if opt_state is None else opt_state.inner
+    return own + _variables(optimizer.inner_optimizer, inner, step, params, paths)
+
+
+def _variables(optimizer, opt_state, step, params, paths) -> list[np.ndarray]:
     out = [np.asarray(step, np.int64)]
     lr = float(optimizer.learning_rate) if opt_state is None else _lr(opt_state)
     if _constant_rate(optimizer):
         out.append(np.asarray(lr, np.float32))
     if opt_state is None:
         return out
-    direction = _get(opt_state, _direction_path(optimizer, opt_state, params))
     order = _order(params, paths)
-    for family in families:
+    if optimizer.use_ema:
+        average = jax.tree.leaves(_moving_average(opt_state).average)
+        out += [np.asarray(average[i], np.float32) for i in order]
+    direction = _get(opt_state, _direction_path(optimizer, opt_state, params))
+    for family in _families(optimizer):
         trees = [jax.tree.leaves(_get(direction, slot.path)) for slot in family]
         for i in order:
             for slot, leaves in zip(family, trees, strict=True):
                 value = np.asarray(leaves[i], np.float32)
                 out.append(value * np.float32(slot.rate * lr) if slot.rate else value)
     return out
+
+
+def _moving_average(opt_state: Any) -> MovingAverageState:
+    """The EMA's state: ``use_ema`` wraps the whole chain (``Optimizer._chain``)."""
+    state = opt_state.inner_state
+    if not isinstance(state, MovingAverageState):  # pragma: no cover - _chain's invariant
+        raise ValueError(f"no MovingAverageState in {opt_state!r}")
+    return state
 
 
 def restore_keras_variables(
@@ -183,21 +224,49 @@ def restore_keras_variables(
 
     A file whose variables do not fit the optimizer (another optimizer, a model
     of other weights) warns as Keras does and leaves the optimizer fresh; so
-    does an optimizer without Keras's layout (an optax transformation).
+    does an optimizer without Keras's layout (an optax transformation,
+    ``gradient_accumulation_steps``), the warning naming it.
 
     Raises:
       KerasFileError: from ``read``: a variable's shape differs from its weight's.
     """
-    families = _families(optimizer)
-    if families is None:
-        _skip(optimizer, where, "its state has no Keras layout (not a phalanx optimizer)")
+    why = _unsupported(optimizer)
+    if why is not None:
+        _skip(optimizer, where, why)
         return None
-    head = 2 if _constant_rate(optimizer) else 1
-    order = _order(params, paths)
-    want = head + sum(len(f) for f in families) * len(order)
+    if not isinstance(optimizer, _policy.LossScaleOptimizer):
+        return _restore(optimizer, opt_state, params, paths, stored, where, 0)
+    count, read = stored
+    inner = optimizer.inner_optimizer
+    own = 2 if count == 2 + _head(inner) else 4  # 2: saved before its first step (unbuilt)
+
+    def shifted(i: int, shape: tuple) -> np.ndarray:
+        return read(i + own, shape)
+
+    restored = _restore(inner, opt_state.inner, params, paths, (count - own, shifted), where, own)
+    if restored is None:
+        return None
+    inner_state, step = restored
+    opt_state = opt_state._replace(inner=inner_state)
+    if own == 4:
+        good = np.asarray(int(read(2, ())), np.asarray(opt_state.good_steps).dtype)
+        opt_state = opt_state._replace(good_steps=good, scale=np.float32(read(3, ())))
+    return opt_state, step
+
+
+def _head(optimizer: Any) -> int:
+    """Keras's counters: ``iteration``, and ``learning_rate`` unless it is a schedule."""
+    return 2 if _constant_rate(optimizer) else 1
+
+
+def _restore(optimizer, opt_state, params, paths, stored, where, own: int):
+    """`restore_keras_variables` for a phalanx optimizer whose variables follow ``own`` others."""
+    head, order, families = _head(optimizer), _order(params, paths), _families(optimizer)
+    averages = len(order) if optimizer.use_ema else 0
+    want = head + averages + sum(len(f) for f in families) * len(order)
     count, read = stored
     if count not in (want, head):
-        _skip(optimizer, where, f"it has {want} variables whereas the file has {count}")
+        _skip(optimizer, where, f"it has {own + want} variables whereas the file has {own + count}")
         return None
     step = int(read(0, ()))
     opt_state = _with_counts(opt_state, step)
@@ -206,10 +275,18 @@ def restore_keras_variables(
         opt_state = opt_state._replace(hyperparams=hyperparams)
     if count == head:  # saved before its first step: only the counters
         return opt_state, step
+    position = head
+    if averages:
+        ema = _moving_average(opt_state)
+        leaves = list(jax.tree.leaves(ema.average))
+        for i in order:
+            leaves[i] = np.asarray(read(position, np.shape(leaves[i])), np.float32)
+            position += 1
+        average = jax.tree.structure(ema.average).unflatten(leaves)
+        opt_state = opt_state._replace(inner_state=ema._replace(average=average))
     lr = _lr(opt_state)
     where_direction = _direction_path(optimizer, opt_state, params)
     direction = _get(opt_state, where_direction)
-    position = head
     for family in families:
         leaves = {s.name: list(jax.tree.leaves(_get(direction, s.path))) for s in family}
         for i in order:
