@@ -15,7 +15,7 @@ number syntax:
 
 Numbers follow TF's ``safe_strto32/64`` and ``safe_strtof/d``: spaces around
 them are allowed, ints are ``-?digits`` in range, floats are decimal (with an
-exponent), ``inf``/``nan`` (any case) or a hex integer. An empty field, or
+exponent), ``inf``/``nan`` (any case) or a hex integer, under 32 bytes. An empty field, or
 one equal to ``na_value``, takes the column's default; a column without one
 (a dtype or an empty list) is required.
 """
@@ -48,14 +48,13 @@ _LIMITS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
 
 class Column(NamedTuple):
-    """One output column: its dtype (``object`` for strings) and default (None: required)."""
+    """One output column: its type's name, dtype (``object`` for strings), default (None:
+    required) and ``parse``, the field's bytes to a value (raises ``ValueError``)."""
 
+    name: str
     dtype: np.dtype
     default: Any
-
-    @property
-    def name(self) -> str:
-        return "string" if self.dtype == _STRING else self.dtype.name
+    parse: Any
 
 
 def _dtype_name(x: Any) -> str | None:
@@ -135,31 +134,46 @@ def _checked(name: str, default: Any, given: Any, i: int, who: str) -> Column:
     if name == "string":
         if default is not None and not isinstance(default, bytes):
             default = str(default).encode("utf-8")
-        return Column(_STRING, default)
+        return Column(name, _STRING, default, _parser(name))
     dtype = np.dtype(name)
-    return Column(dtype, None if default is None else dtype.type(default))
+    return Column(name, dtype, None if default is None else dtype.type(default), _parser(name))
 
 
-def parse_value(field: bytes, column: Column) -> Any:
-    """``field`` as ``column``'s type (TF's ``safe_strto*``); raises ``ValueError`` if it is not one."""
-    name = column.name
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _parser(name: str) -> Any:
+    """The function of a field's bytes to a value of type ``name`` (TF's ``safe_strto*``)."""
     if name == "string":
-        return field
+        return lambda field: field
+    kind = np.dtype(name).type
     if name in _LIMITS:
         low, high = _LIMITS[name]
-        if _INT.fullmatch(field) and low <= (value := int(field)) <= high:
-            return column.dtype.type(value)
-    elif _FLOAT.fullmatch(field):
-        text = field.strip().lower()
-        body = text.lstrip(b"+-")
-        if body.startswith(b"0x"):
-            value = float(int(body, 16)) * (-1.0 if text.startswith(b"-") else 1.0)
-        else:
-            value = float(text)
-        with np.errstate(over="ignore"):
-            return column.dtype.type(value)
-    word = {"float32": "float", "float64": "double"}.get(name, name)
-    raise ValueError(f"is not a valid {word}")
+        match = _INT.fullmatch
+
+        def parse_int(field: bytes) -> Any:
+            if match(field) and low <= (value := int(field)) <= high:
+                return kind(value)
+            raise ValueError(f"is not a valid {name}")
+
+        return parse_int
+    match, word = _FLOAT.fullmatch, "float" if name == "float32" else "double"
+    narrow = name == "float32"
+
+    def parse_float(field: bytes) -> Any:
+        if len(field) >= 32 or not match(field):  # TF: kFastToBufferSize, 32 bytes with spaces
+            raise ValueError(f"is not a valid {word}")
+        try:
+            value = float(field)
+        except ValueError:  # a hex integer, as double-conversion's ALLOW_HEX
+            text = field.strip().lower()
+            value = float(int(text.lstrip(b"+-"), 16)) * (-1.0 if text[:1] == b"-" else 1.0)
+        if narrow and abs(value) > _F32_MAX:
+            with np.errstate(over="ignore"):
+                return kind(value)
+        return kind(value)
+
+    return parse_float
 
 
 class Format(NamedTuple):
@@ -200,7 +214,7 @@ def convert(fields: list[bytes], cols: list[Column], fmt: Format) -> list[Any]:
             out.append(col.default)
             continue
         try:
-            out.append(parse_value(field, col))
+            out.append(col.parse(field))
         except ValueError as e:
             raise ValueError(f"Field {f} {e}: {field.decode('utf-8', 'replace')!r}") from None
     return out
@@ -361,6 +375,11 @@ def _show(record: Any) -> str:
 def _file_record(buf: bytes, i: int, eof: bool, fmt: Format, stop: re.Pattern):
     """TF's ``CSVDatasetOp`` ``ReadRecord`` from ``buf[i]``: ``(fields, error, next)``, or None
     when the record goes on past ``buf`` (and ``buf`` is not the end of the file)."""
+    nl = buf.find(b"\n", i)
+    if nl >= 0 or eof:  # a line without quotes or \r is a record of its fields
+        line = buf[i:nl] if nl >= 0 else buf[i:]
+        if (not fmt.use_quote or b'"' not in line) and b"\r" not in line:
+            return line.split(fmt.delim), None, nl + 1 if nl >= 0 else len(buf)
     fields: list[bytes] = []
     error: str | None = None
     n, delim = len(buf), fmt.delim[0]
