@@ -387,6 +387,12 @@ def test_element_spec_and_repeat():
     )
 
 
+def test_a_dataset_of_names(folder):
+    _write(folder, [["1,2", "3,4"], ["5,6"]])
+    names = pdata.Dataset.list_files(f"{folder}/*.csv", shuffle=False)
+    assert _rows(CsvDataset(names, [[0], [0]])) == [(1, 2), (3, 4), (5, 6)]
+
+
 def test_chained_ops_make_many_iterators(folder):
     names = _write(folder, [["1,,3,4", "5,6,,8"]])
     ds = CsvDataset(names, [[0]] * 4).repeat(5).prefetch(1)

@@ -28,6 +28,7 @@ from ..errors import DatasetArgumentError, DatasetTypeError
 from ..io import _fs
 from ..io._csv import Column, CsvReader, columns, csv_format
 from ..io._tfrecord import _MIN_CHUNK, normalize_compression_type, open_stream
+from ._dataset import Dataset
 from ._options import AUTOTUNE, Options
 from ._record_datasets import FileBlocksIterator, _RecordFileDataset
 from ._sources import ListFilesDataset
@@ -62,7 +63,8 @@ class CsvDataset(_RecordFileDataset):
     Checkpointable: a restored iterator seeks to the record's byte offset.
 
     Args:
-        filenames: a file name (local or a URL) or a list of them.
+        filenames: a file name (local or a URL), a list of them, or a ``Dataset`` of names
+            (``Dataset.list_files(...)``; TF takes names only).
         record_defaults: one entry per output column: a dtype (``"float32"``, ``np.int32``,
             ``"string"`` ...) or an empty list for a required column, a value or a
             one-element list (``[0.0]``, ``[""]``) for an optional one (its default).
@@ -138,6 +140,15 @@ class CsvDataset(_RecordFileDataset):
                 f"selected, {len(self._cols)} record_defaults."
             )
         self._include = select or (("exclude", exclude) if exclude else None)
+
+    @classmethod
+    def _parallel(cls, filenames: Any, *args: Any, **kwargs: Any) -> Dataset | None:
+        """A ``Dataset`` of names: one ``CsvDataset`` per name, one after another."""
+        if not isinstance(filenames, Dataset):
+            return None
+        return filenames.interleave(
+            lambda f: cls(f, *args, **kwargs), cycle_length=1, block_length=1
+        )
 
     def _reader(self, filename: str, start: tuple[int, int] | None) -> CsvReader:
         return CsvReader(
