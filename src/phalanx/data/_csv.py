@@ -17,17 +17,16 @@ to ``(dict of features, label)`` and ``prefetch``.
 from __future__ import annotations
 
 import codecs
-import csv
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..errors import DatasetArgumentError, DatasetTypeError
 from ..io import _fs
-from ..io._csv import Column, CsvReader, columns, csv_format
-from ..io._tfrecord import _MIN_CHUNK, normalize_compression_type, open_stream
+from ..io._csv import Column, CsvReader, columns, csv_format, text_rows
+from ..io._tfrecord import normalize_compression_type
 from ._dataset import Dataset
 from ._options import AUTOTUNE, Options
 from ._record_datasets import FileBlocksIterator, _RecordFileDataset
@@ -202,36 +201,12 @@ def _file_names(file_pattern: Any) -> list[str]:
     return sorted(names)
 
 
-def _text_lines(path: str, compression: str, encoding: str) -> Iterator[str]:
-    """The decoded lines of ``path`` (line ends kept), read through ``phalanx.io``."""
-    src = open_stream(path, compression, 0, _MIN_CHUNK)
-    decoder = codecs.getincrementaldecoder(encoding)()
-    try:
-        rest = ""
-        while True:
-            more = src.read(_MIN_CHUNK)
-            text = rest + decoder.decode(more, final=not more)
-            lines = text.splitlines(keepends=True)
-            rest = lines.pop() if lines and more else ""
-            yield from lines
-            if not more:
-                return
-    finally:
-        src.close()
-
-
-def _csv_rows(path: str, fmt: Any, compression: str, encoding: str) -> Iterator[list[str]]:
-    quoting = csv.QUOTE_MINIMAL if fmt.use_quote else csv.QUOTE_NONE
-    delim = fmt.delim.decode("utf-8")
-    return csv.reader(_text_lines(path, compression, encoding), delimiter=delim, quoting=quoting)
-
-
 def _column_names(files: list[str], fmt: Any, compression: str, encoding: str) -> list[str]:
     """TF's ``_infer_column_names``: the first row of every file, which must agree."""
     names = None
     for path in files:
         try:
-            row = next(_csv_rows(path, fmt, compression, encoding))
+            row = next(text_rows(path, fmt, compression, encoding))
         except StopIteration:
             raise DatasetArgumentError(
                 f"make_csv_dataset: Received StopIteration when reading the header line of "
@@ -281,7 +256,7 @@ def _column_defaults(files, n, fmt, na_value, header, rows, select, compression,
     kinds: list[str | None] = [None] * len(select)
     count = 0
     for path in files:
-        reader = _csv_rows(path, fmt, compression, encoding)
+        reader = text_rows(path, fmt, compression, encoding)
         if header:
             next(reader, None)
         for row in reader:

@@ -12,6 +12,8 @@ number syntax:
   may hold delimiters and line breaks. A record with an error is consumed
   whole and handed out as the error, so the next record parses (and
   ``ignore_errors`` drops only the bad one), as TF's iterator.
+* ``text_rows`` reads a file's decoded text with Python's ``csv`` module, as
+  TF's ``make_csv_dataset`` does to infer column names and types.
 
 Numbers follow TF's ``safe_strto32/64`` and ``safe_strtof/d``: spaces around
 them are allowed, ints are ``-?digits`` in range, floats are decimal (with an
@@ -22,6 +24,8 @@ one equal to ``na_value``, takes the column's default; a column without one
 
 from __future__ import annotations
 
+import codecs
+import csv
 import itertools
 import os
 import re
@@ -556,3 +560,32 @@ def _keeper(include: Any):
         return lambda fields: [f for k, f in enumerate(fields) if k not in out]
     keep = list(include)
     return lambda fields: [fields[k] for k in keep if k < len(fields)]
+
+
+# --- the text rows make_csv_dataset infers columns from ------------------------------------------
+
+
+def _text_lines(path: str, compression: str, encoding: str) -> Iterator[str]:
+    """The decoded lines of ``path`` (line ends kept), read through ``phalanx.io``."""
+    src = open_stream(path, compression, 0, _MIN_CHUNK)
+    decoder = codecs.getincrementaldecoder(encoding)()
+    try:
+        rest = ""
+        while True:
+            more = src.read(_MIN_CHUNK)
+            text = rest + decoder.decode(more, final=not more)
+            lines = text.splitlines(keepends=True)
+            rest = lines.pop() if lines and more else ""
+            yield from lines
+            if not more:
+                return
+    finally:
+        src.close()
+
+
+def text_rows(path: str, fmt: Format, compression: str, encoding: str) -> Iterator[list[str]]:
+    """The rows of ``path`` as Python's ``csv`` module reads its decoded text (TF infers
+    ``make_csv_dataset``'s column names and types so)."""
+    quoting = csv.QUOTE_MINIMAL if fmt.use_quote else csv.QUOTE_NONE
+    delim = fmt.delim.decode("utf-8")
+    return csv.reader(_text_lines(path, compression, encoding), delimiter=delim, quoting=quoting)
