@@ -99,6 +99,7 @@ from ._reshaping import ZeroPadding1D as ZeroPadding1D
 from ._reshaping import ZeroPadding2D as ZeroPadding2D
 from ._reshaping import ZeroPadding3D as ZeroPadding3D
 from ._spectral_normalization import SpectralNormalization as SpectralNormalization
+from ._text_vectorization import TextVectorization as TextVectorization
 
 # Keras's other names for the same classes (keras.layers.MaxPool2D is MaxPooling2D).
 AvgPool1D = AveragePooling1D
@@ -225,6 +226,7 @@ __all__ = [
     "SpectralNormalization",
     "StringLookup",
     "Subtract",
+    "TextVectorization",
     "UnitNormalization",
     "UpSampling1D",
     "UpSampling2D",
