@@ -380,8 +380,10 @@ def _file_record(buf: bytes, i: int, eof: bool, fmt: Format, stop: re.Pattern):
     """TF's ``CSVDatasetOp`` ``ReadRecord`` from ``buf[i]``: ``(fields, error, next)``, or None
     when the record goes on past ``buf`` (and ``buf`` is not the end of the file)."""
     nl = buf.find(b"\n", i)
-    if nl >= 0 or eof:  # a line without quotes or \r is a record of its fields
+    if nl >= 0 or eof:  # a line without quotes or \r (but its \r\n) is a record of its fields
         line = buf[i:nl] if nl >= 0 else buf[i:]
+        if line[-1:] == b"\r":
+            line = line[:-1]
         if (not fmt.use_quote or b'"' not in line) and b"\r" not in line:
             return line.split(fmt.delim), None, nl + 1 if nl >= 0 else len(buf)
     fields: list[bytes] = []
