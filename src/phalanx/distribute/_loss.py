@@ -4,9 +4,10 @@ Each replica divides the sum of its per-example losses by the *global* batch
 size. Inside ``strategy.run`` (``jax.shard_map`` with ``check_vma=True``), the
 gradient of such a per-replica loss with respect to replicated parameters is
 already summed over the replicas (DESIGN.md), so it equals the gradient of the
-mean loss over the global batch on one device: apply it as it is. Do not
-all-reduce it again: DESIGN.md measured ``pmean(grad(loss))`` there to be N
-times too large.
+mean loss over the global batch on one device: apply it as it is, as TF's
+optimizer applies it after its all-reduce. An explicit ``all_reduce(SUM)`` of it
+counts it N times, as TF 2.21 does when its Keras 3 optimizer sums the already
+all-reduced gradients again.
 """
 
 from __future__ import annotations

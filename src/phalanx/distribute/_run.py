@@ -24,6 +24,19 @@ signature; programs are cached by ``fn``, argument structure, shapes, dtypes,
 kinds and static values, so the second call with the same signature neither
 traces nor compiles.
 
+**Gradients of replicated arguments are summed over the replicas**, inside ``fn``
+and on both paths below: ``check_vma=True`` types a replicated input as the same
+on every replica, and the transpose of its use by a per-replica loss is a
+``psum``. That sum is what TensorFlow's optimizer applies after its own
+all-reduce (Keras 3's ``apply_gradients`` sums under a strategy), so a step gives
+TF's weights with or without an explicit ``all_reduce`` of its gradients
+(``tests/distribute/test_run_gradient_semantics.py``). Typing replicated inputs
+as varying instead (``lax.pcast(..., to="varying")``, TF's per-replica
+gradients) makes every value computed from them varying, so updated parameters
+would come back as ``PerReplica`` (and break a ``fori_loop`` carry) even after an
+``all_reduce``: JAX has no cast from varying back to replicated short of a
+collective.
+
 **At most ``MAX_IN_FLIGHT`` executions in flight.** ``run`` returns as soon as
 step ``k`` is dispatched, after waiting for step ``k - MAX_IN_FLIGHT`` to finish
 (as ``fit`` does): XLA:CPU's collectives over simulated devices deadlock, then
