@@ -150,6 +150,12 @@ def test_decode_csv_dtypes_and_shapes():
     np.testing.assert_equal(g, np.float32([1000, np.inf, np.nan, 16, 0.5]))
 
 
+def test_decode_csv_defaults_that_print_alike_stay_apart():
+    a, b = np.array([0.123456789012]), np.array([0.123456789013])  # one repr, two values
+    assert decode_csv(['""'], [a])[0].tolist() == [0.123456789012]
+    assert decode_csv(['""'], [b])[0].tolist() == [0.123456789013]
+
+
 DECODE_ERRORS = [
     (
         dict(records=[",1", "0.2,3", "3.0,"], record_defaults=[[1.0], np.array([], np.int32)]),

@@ -91,7 +91,24 @@ def columns(record_defaults: Any, who: str) -> list[Column]:
         )
     if not record_defaults:
         raise DatasetArgumentError(f"{who}: record_defaults is empty; give one entry per column.")
-    return [_column(x, i, who) for i, x in enumerate(record_defaults)]
+    # A map(decode_csv) calls this per record: the columns of the same defaults are kept.
+    key = (who, tuple(_key(x) for x in record_defaults))
+    found = _KNOWN.get(key)
+    if found is None:
+        found = [_column(x, i, who) for i, x in enumerate(record_defaults)]
+        if len(_KNOWN) < 256:
+            _KNOWN[key] = found
+    return list(found)
+
+
+_KNOWN: dict[Any, list[Column]] = {}
+
+
+def _key(x: Any) -> Any:
+    """A default's identity: an array's bytes (its repr rounds), a value's exact repr."""
+    if isinstance(x, np.ndarray):
+        return (np.ndarray, x.dtype.str, x.shape, repr(x.tolist()))
+    return (type(x), repr(x))
 
 
 def _column(x: Any, i: int, who: str) -> Column:
