@@ -781,3 +781,20 @@ def test_make_csv_dataset_checkpoints_at_every_batch(tmp_path):
         )
 
     assert_equal_output_after_checkpoint(make)
+
+
+def test_fit_a_functional_model_on_the_features_dict(tmp_path):
+    """The tutorial's form: one named Input per column, concatenated inside the model."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(64, 3)).astype(np.float32)
+    y = (x @ np.float32([1.0, -2.0, 0.5]) > 0).astype(int)
+    rows = ["a,b,c,label"] + [f"{a},{b},{c},{t}" for (a, b, c), t in zip(x, y, strict=True)]
+    (name,) = _write(str(tmp_path), [rows])
+    ds = make_csv_dataset(name, 16, label_name="label", num_epochs=1, shuffle_seed=0)
+    inputs = {n: phalanx.layers.Input((), name=n) for n in "abc"}
+    columns = [phalanx.layers.Reshape((1,))(inputs[n]) for n in "abc"]
+    out = phalanx.layers.Dense(1, "sigmoid")(phalanx.layers.Concatenate()(columns))
+    model = phalanx.Model(inputs, out)
+    model.compile(optimizer=phalanx.optimizers.Adam(0.05), loss="binary_crossentropy")
+    losses = model.fit(ds.repeat(), epochs=5, steps_per_epoch=4, verbose=0).history["loss"]
+    assert losses[-1] < losses[0]
