@@ -1,6 +1,6 @@
 """Property-based fuzzing: random and mutated inputs to the parsers end in phalanx's own errors.
 
-The TFRecord reader, the Example decoder, the TF_CONFIG and Slurm parsers and
+The TFRecord reader, the Example decoder, the CSV parsers, the TF_CONFIG and Slurm parsers and
 iterator-state restore take data from outside (files, environment variables,
 checkpoints). Whatever they are given, they either work or raise a
 ``PhalanxError`` (never an ``IndexError``, ``struct.error``, ``MemoryError`` ...),
@@ -8,6 +8,8 @@ within a bounded number of examples (CI on 2 cores: a few seconds each).
 """
 
 import contextlib
+import csv
+import io
 import json
 import zlib
 
@@ -17,7 +19,9 @@ from hypothesis import strategies as st
 
 from phalanx.cluster import SlurmClusterResolver, TFConfigClusterResolver, expand_hostlist
 from phalanx.data import Dataset, FixedLenFeature, VarLenFeature, parse_single_example
+from phalanx.data.experimental import CsvDataset
 from phalanx.errors import PhalanxError
+from phalanx.io import decode_csv
 from phalanx.io._example import serialize_example
 from phalanx.io._tfrecord import TFRecordReader, frame_record
 
@@ -214,3 +218,33 @@ def test_iterator_state_restore(which, steps, choice, value):
     valid = {int(x) for x in np.concatenate([np.ravel(e) for e in make()] or [np.zeros(0)])}
     for element, _ in zip(fresh, range(40), strict=False):
         assert set(np.ravel(element).tolist()) <= valid, (state, element)
+
+
+@FAST
+@given(data=st.binary(max_size=200), quote=st.booleans())
+def test_csv_parsers_on_random_bytes(tmp_path, data, quote):
+    with contextlib.suppress(PhalanxError):
+        decode_csv([data], [[""], [0], [0.0]], use_quote_delim=quote)
+    path = tmp_path / "f.csv"
+    path.write_bytes(data)
+    rows = CsvDataset(str(path), [[""], [0], [0.0]], use_quote_delim=quote).ignore_errors()
+    for row in rows:
+        assert len(row) == 3
+
+
+@FAST
+@given(
+    table=st.lists(st.lists(st.text(max_size=8), min_size=3, max_size=3), max_size=6),
+    delim=st.sampled_from([",", ";", "\t"]),
+)
+def test_csv_dataset_reads_back_what_pythons_csv_writes(tmp_path, table, delim):
+    """Rows written by ``csv.writer`` (quotes, delimiters and line breaks inside fields)
+    come back field for field, as UTF-8 bytes."""
+    text = io.StringIO()
+    csv.writer(text, delimiter=delim).writerows(table)
+    path = tmp_path / "t.csv"
+    path.write_bytes(text.getvalue().encode("utf-8"))
+    rows = [
+        tuple(v.item() for v in row) for row in CsvDataset(str(path), [[""]] * 3, field_delim=delim)
+    ]
+    assert rows == [tuple(f.encode("utf-8") for f in r) for r in table]
