@@ -268,3 +268,38 @@ def test_string_lookup_tf_idf_and_pad_to_max_tokens():
     masked = layers.StringLookup(vocabulary=["a", "b"], mask_token="", output_mode="count")
     assert masked.get_vocabulary() == ["[UNK]", "a", "b"]  # Keras: no mask index outside "int"
     assert masked(np.array([["a", "", "a"]])).tolist() == [[0, 2, 0]]
+
+
+def test_keras_saving_hooks_write_keras_vocabulary_asset(tmp_path):
+    # Keras's IndexLookup.save_assets: "\n".join of the vocabulary, special tokens first,
+    # at <layer>/vocabulary.txt; the tf_idf weights as the variable "idf_weights".
+    layer = TextVectorization(output_mode="tf_idf", max_tokens=10)
+    layer.adapt(["foo bar", "bar baz", "baz bada boom"])
+    store: dict = {}
+    layer.save_own_variables(store)
+    layer.save_assets(str(tmp_path / "tv"))
+    text = (tmp_path / "tv" / "vocabulary.txt").read_text()
+    assert text == "\n".join(["[UNK]", "baz", "bar", "foo", "boom", "bada"])
+    np.testing.assert_allclose(store["idf_weights"], layer._lookup_layer.idf_weights)
+    again = TextVectorization.from_config(layer.get_config())
+    again.load_own_variables(store)
+    again.load_assets(str(tmp_path / "tv"))
+    data = ["foo bar bar qux", "boom"]
+    np.testing.assert_allclose(again(data), layer(data))
+    ints = TextVectorization(output_sequence_length=3)
+    ints.adapt(["a b b", "c"])
+    ints.save_assets("memory://textvec/assets")
+    restored = TextVectorization.from_config(ints.get_config())
+    restored.load_assets("memory://textvec/assets")
+    assert restored.get_vocabulary() == ints.get_vocabulary() == ["", "[UNK]", "b", "c", "a"]
+    given = TextVectorization(vocabulary=["x"])  # a given list lives in the config
+    given.save_assets(str(tmp_path / "given"))
+    assert not (tmp_path / "given").exists()
+
+
+def test_a_model_holding_the_layer_names_the_input_pipeline():
+    # Keras 3 on JAX cannot run it inside a model either (its test is TensorFlow-only).
+    vectorize = TextVectorization(vocabulary=["baz", "bar", "foo"], output_sequence_length=3)
+    model = phalanx.Sequential([vectorize, layers.Embedding(5, 4)])
+    with pytest.raises(LayerArgumentError, match=r"dataset.map\(layer\)"):
+        model(np.array([["foo qux bar"], ["qux baz"]]))

@@ -65,6 +65,8 @@ def token_rows(data: Any) -> list:
 class IndexLookup(Layer):
     """The shared mechanism of ``StringLookup`` and ``IntegerLookup`` (see there)."""
 
+    _runs_on_host = True
+
     def __init__(
         self,
         max_tokens: int | None,
@@ -333,6 +335,41 @@ class IndexLookup(Layer):
         config["vocabulary_size"] = self.vocabulary_size()
         return config
 
+    # -- Keras's saving hooks (``.keras``: ``assets/<layer>/vocabulary.txt``, ``idf_weights``)
+
+    def save_own_variables(self, store: dict) -> None:
+        """Keras's hook: ``store["idf_weights"]`` in ``output_mode="tf_idf"``."""
+        if self.output_mode == "tf_idf":
+            store["idf_weights"] = self.idf_weights
+
+    def load_own_variables(self, store: Any) -> None:
+        """Keras's hook: the IDF weights from ``store["idf_weights"]`` (``"tf_idf"``)."""
+        if self.output_mode == "tf_idf":
+            self._idf = tuple(np.asarray(store["idf_weights"], np.float32).tolist())
+
+    def save_assets(self, dir_path: str) -> None:
+        """Keras's hook: an adapted (or file) vocabulary as ``dir_path/vocabulary.txt``, one
+        token a line, the special tokens first (a given list is in ``get_config``)."""
+        if self._input_vocabulary is not None:
+            return
+        text = "\n".join(str(w) for w in self.get_vocabulary(include_special_tokens=True))
+        _fs.makedirs(dir_path)
+        with _fs.open(_vocabulary_file(dir_path), "wb") as f:
+            f.write(text.encode(getattr(self, "encoding", "utf-8")))
+
+    def load_assets(self, dir_path: str) -> None:
+        """Keras's hook: the vocabulary from ``dir_path/vocabulary.txt`` (``save_assets``)."""
+        if self._input_vocabulary is not None:
+            return
+        with _fs.open(_vocabulary_file(dir_path), "rb") as f:
+            lines = f.read().decode(getattr(self, "encoding", "utf-8")).splitlines()
+        while lines and lines[-1] == "":
+            lines.pop()
+        idf = self._idf
+        self._idf = None
+        values = lines if isinstance(self, StringLookup) else [int(v) for v in lines]
+        self.set_vocabulary(values, idf_weights=idf)
+
     # -- the lookup ---------------------------------------------------------------------
 
     def __call__(self, x: Any, *args: Any, **kwargs: Any) -> np.ndarray:
@@ -420,6 +457,10 @@ class IndexLookup(Layer):
 
     def _dtype_of_tokens(self) -> Any:
         raise NotImplementedError
+
+
+def _vocabulary_file(dir_path: Any) -> str:
+    return os.fspath(dir_path).rstrip("/") + "/vocabulary.txt"
 
 
 def _ragged(data: Any) -> bool:

@@ -192,6 +192,9 @@ class Layer(Regularized, nnx.Module):
     #: False for a layer of one's own (``call`` or ``build`` outside phalanx): its input
     #: shapes are not checked (as Keras without an ``input_spec``) and its shapes are Keras's.
     _phalanx_layer = True
+    #: True for a layer that runs on the host only (strings: ``TextVectorization``,
+    #: ``StringLookup``); a model holding one refuses to run (`phalanx.models.Model`).
+    _runs_on_host = False
 
     def __init_subclass__(cls, **kwargs: Any):
         super().__init_subclass__(**kwargs)

@@ -80,6 +80,8 @@ class TextVectorization(Layer):
       ['', '[UNK]', 'earth', 'wind', 'and', 'fire']
     """
 
+    _runs_on_host = True
+
     def __init__(
         self,
         max_tokens: int | None = None,
@@ -229,6 +231,22 @@ class TextVectorization(Layer):
         if isinstance(config.get("ngrams"), list):
             config["ngrams"] = tuple(config["ngrams"])
         return super().from_config(config)
+
+    def save_own_variables(self, store: dict) -> None:
+        """Keras's hook (its StringLookup's): ``store["idf_weights"]`` for ``"tf_idf"``."""
+        self._lookup_layer.save_own_variables(store)
+
+    def load_own_variables(self, store: Any) -> None:
+        """Keras's hook: the IDF weights from ``store["idf_weights"]``."""
+        self._lookup_layer.load_own_variables(store)
+
+    def save_assets(self, dir_path: str) -> None:
+        """Keras's hook: an adapted vocabulary as ``dir_path/vocabulary.txt``."""
+        self._lookup_layer.save_assets(dir_path)
+
+    def load_assets(self, dir_path: str) -> None:
+        """Keras's hook: the vocabulary from ``dir_path/vocabulary.txt``."""
+        self._lookup_layer.load_assets(dir_path)
 
     # -- the steps ------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..distribute import Strategy, get_strategy
-from ..errors import KerasFileError, WeightsFileError, WeightsFileExistsError
+from ..errors import KerasFileError, LayerArgumentError, WeightsFileError, WeightsFileExistsError
 from ..io import _fs
 from ..layers import _weights as _layer_weights
 from ..regularizers import _regularizers
@@ -163,6 +163,7 @@ class Model(Trainer, ModelIntrospection):
         """
         if _nested.is_symbolic_call(x):
             return _nested.call_symbolic(self, x, training or None)
+        self._refuse_host_layers()
         self._ensure_built(x)
         module = self.module
         style = _step.module_call_style(module)
@@ -179,8 +180,28 @@ class Model(Trainer, ModelIntrospection):
         On one example of the first batch, whatever its structure (a dict of inputs) and
         dtypes (token ids); other models are built from the batch's shape by the trainer.
         """
+        self._refuse_host_layers()
         if not self.built and _subclassed.is_subclassed(self):
             _subclassed.build_from_batch(self, _subclassed.first_example(first))
+
+    def _refuse_host_layers(self) -> None:
+        """A layer that runs on the host only (``TextVectorization``, ``StringLookup``:
+        strings are no JAX arrays) cannot run in the model, as in Keras 3 on JAX."""
+        try:
+            held = self.layers
+        except (AttributeError, RuntimeError):
+            return
+        host = [
+            layer.name or type(layer).__name__
+            for layer in held
+            if getattr(layer, "_runs_on_host", False)
+        ]
+        if host:
+            raise LayerArgumentError(
+                f"Model {self.name!r} holds {host}, which run in the input pipeline "
+                "(dataset.map(layer)) or on numpy arrays, not inside a model (as Keras 3 on "
+                "JAX): map the data through them, and give the model their output."
+            )
 
     # -- weights ------------------------------------------------------------
 
