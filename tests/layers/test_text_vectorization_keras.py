@@ -303,3 +303,31 @@ def test_a_model_holding_the_layer_names_the_input_pipeline():
     model = phalanx.Sequential([vectorize, layers.Embedding(5, 4)])
     with pytest.raises(LayerArgumentError, match=r"dataset.map\(layer\)"):
         model(np.array([["foo qux bar"], ["qux baz"]]))
+
+
+def test_keras_configs_of_the_lookups_are_read():
+    # Keras 3.15's StringLookup/IntegerLookup get_config keys (index_lookup.py), as a
+    # Keras-written .keras file holds them.
+    keras_string = {
+        "name": "string_lookup", "trainable": True, "dtype": None, "invert": False,
+        "max_tokens": None, "num_oov_indices": 1, "oov_token": "[UNK]", "mask_token": None,
+        "output_mode": "int", "sparse": False, "pad_to_max_tokens": False,
+        "idf_weights": None, "vocabulary": ["a", "b"], "vocabulary_size": 3,
+        "oov_method": "floormod", "salt": None, "encoding": "utf-8",
+    }  # fmt: skip
+    lookup = layers.StringLookup.from_config(keras_string)
+    assert lookup(np.array(["b", "q"])).tolist() == [2, 0]
+    assert set(keras_string) <= set(lookup.get_config())
+    keras_int = dict(keras_string, vocabulary=[7, 9], oov_token=-1, vocabulary_dtype="int64")
+    del keras_int["encoding"]
+    ints = layers.IntegerLookup.from_config(keras_int)
+    assert ints(np.array([9, 1])).tolist() == [2, 0]
+    with pytest.raises(LayerArgumentError, match="`salt` can only be used"):
+        layers.IntegerLookup(salt=3)
+    config = TextVectorization(vocabulary=["a"]).get_config()
+    keras_keys = {
+        "name", "trainable", "dtype", "max_tokens", "standardize", "split", "ngrams",
+        "output_mode", "output_sequence_length", "pad_to_max_tokens", "sparse", "ragged",
+        "vocabulary", "idf_weights", "encoding", "vocabulary_size",
+    }  # fmt: skip
+    assert set(config) == keras_keys

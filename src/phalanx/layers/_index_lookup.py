@@ -459,6 +459,28 @@ class IndexLookup(Layer):
         raise NotImplementedError
 
 
+def _oov_method(oov_method: str, salt: Any) -> str:
+    if oov_method not in ("floormod", "farmhash"):
+        raise LayerArgumentError(
+            f"`oov_method` must be 'floormod' or 'farmhash'. Received: oov_method={oov_method!r}"
+        )
+    return oov_method
+
+
+def _salt(salt: Any) -> Any:
+    """Keras's ``salt`` check: None, an int, or two ints (kept as a pair)."""
+    if salt is None:
+        return None
+    if isinstance(salt, tuple | list) and len(salt) == 2:
+        return tuple(salt)
+    if isinstance(salt, int):
+        return (salt, salt)
+    raise LayerArgumentError(
+        "The `salt` argument for `IndexLookup` can only be a tuple of 2 integers, or a "
+        f"single integer. Received: salt={salt}."
+    )
+
+
 def _vocabulary_file(dir_path: Any) -> str:
     return os.fspath(dir_path).rstrip("/") + "/vocabulary.txt"
 
@@ -499,6 +521,10 @@ class StringLookup(IndexLookup):
       sparse: refused (Keras 3 has it on TensorFlow only).
       encoding: the encoding of ``str`` tokens (``"utf-8"``).
       name: the layer's name.
+      salt: Keras's SipHash salt for several OOV indices (an int or two): no effect
+        with 0 or 1 OOV index, as in Keras.
+      oov_method: Keras's hashing of OOV tokens into several OOV indices: no effect
+        with 0 or 1 OOV index, as in Keras.
       vocabulary_size: Keras's saved vocabulary size (from ``get_config``; not needed).
       has_input_vocabulary: Keras's saved flag: the vocabulary was given, not adapted.
 
@@ -522,11 +548,15 @@ class StringLookup(IndexLookup):
         sparse: bool = False,
         encoding: str = "utf-8",
         name: str | None = None,
+        salt: Any = None,
         *,
+        oov_method: str = "floormod",
         vocabulary_size: int | None = None,
         has_input_vocabulary: bool | None = None,
     ):
         self.encoding = encoding
+        self.oov_method = _oov_method(oov_method, salt)
+        self.salt = _salt(salt)
         super().__init__(
             max_tokens,
             num_oov_indices,
@@ -561,14 +591,17 @@ class IntegerLookup(IndexLookup):
       num_oov_indices: 1 (default) or 0; more is not supported.
       mask_token: a token that maps to index 0 (``output_mode="int"``), or None.
       oov_token: the token ``invert`` gives for the OOV index; default -1.
-      output_mode: ``"int"`` (default), ``"one_hot"``, ``"multi_hot"``, ``"count"`` or
-        ``"tf_idf"``.
-      sparse: refused (Keras 3 has it on TensorFlow only).
       vocabulary: a list of ints, a path of a file of one a line, or None (then ``adapt``).
       vocabulary_dtype: the dtype of ``invert``'s output (``"int64"``).
       idf_weights: with ``output_mode="tf_idf"`` and a ``vocabulary``: one weight a token.
       invert: map indices to tokens.
+      output_mode: ``"int"`` (default), ``"one_hot"``, ``"multi_hot"``, ``"count"`` or
+        ``"tf_idf"``.
+      sparse: refused (Keras 3 has it on TensorFlow only).
       pad_to_max_tokens: the encodings have ``max_tokens`` entries.
+      oov_method: Keras's hashing of OOV tokens into several OOV indices
+        (``"floormod"``, ``"farmhash"``): no effect with 0 or 1 OOV index, as in Keras.
+      salt: with ``oov_method="farmhash"``: Keras's SipHash salt (no effect either).
       name: the layer's name.
       vocabulary_size: Keras's saved vocabulary size (from ``get_config``; not needed).
       has_input_vocabulary: Keras's saved flag: the vocabulary was given, not adapted.
@@ -585,19 +618,27 @@ class IntegerLookup(IndexLookup):
         num_oov_indices: int = 1,
         mask_token: int | None = None,
         oov_token: int = -1,
-        output_mode: str = "int",
-        sparse: bool = False,
         vocabulary: Any = None,
         vocabulary_dtype: str = "int64",
         idf_weights: Any = None,
         invert: bool = False,
+        output_mode: str = "int",
+        sparse: bool = False,
         pad_to_max_tokens: bool = False,
+        oov_method: str = "floormod",
+        salt: Any = None,
         name: str | None = None,
         *,
         vocabulary_size: int | None = None,
         has_input_vocabulary: bool | None = None,
     ):
         self.vocabulary_dtype = vocabulary_dtype
+        if salt is not None and oov_method != "farmhash":
+            raise LayerArgumentError(
+                f"`salt` can only be used when `oov_method='farmhash'`. Received: oov_method={oov_method}"
+            )
+        self.oov_method = _oov_method(oov_method, salt)
+        self.salt = _salt(salt)
         super().__init__(
             max_tokens,
             num_oov_indices,
