@@ -207,6 +207,10 @@ def test_ngrams_max_tokens_and_padding():
     # tf.strings.ngrams: all the 1-grams, then the 2-grams.
     ordered = TextVectorization(ngrams=2, vocabulary=["a", "b", "a b"])
     assert ordered(["a b"]).tolist() == [[2, 3, 4]]
+    # TF's string_ngrams_op_test test_multi_ngram_ordering: widths in the order given.
+    grams = ["aa bb", "bb cc", "cc dd", "aa bb cc", "bb cc dd"]
+    tf_case = TextVectorization(ngrams=(3, 2), vocabulary=grams)
+    assert tf_case(["aa bb cc dd", "ee ff"]).tolist() == [[5, 6, 2, 3, 4], [1, 0, 0, 0, 0]]
     limited = TextVectorization(max_tokens=5)
     limited.adapt(["a b c d e f g h i j"])
     assert len(limited.get_vocabulary()) == 5
