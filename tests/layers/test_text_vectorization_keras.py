@@ -335,3 +335,26 @@ def test_keras_configs_of_the_lookups_are_read():
         "vocabulary", "idf_weights", "encoding", "vocabulary_size",
     }  # fmt: skip
     assert set(config) == keras_keys
+
+
+def test_fit_on_a_dataset_mapped_through_the_layer():
+    # keras-io's text classification shape: vectorize in the pipeline, the model sees ids.
+    texts = ["good movie", "bad movie", "great film", "awful film"] * 2
+    labels = np.array([1, 0, 1, 0] * 2, np.float32)
+    vectorize = TextVectorization(max_tokens=20, output_sequence_length=3)
+    vectorize.adapt(texts)
+    ds = phalanx.data.Dataset.from_tensor_slices((texts, labels)).batch(4)
+    ds = ds.map(lambda x, y: (vectorize(x), y))
+    ids, _ = next(iter(ds))
+    assert ids.tolist() == [[5, 2, 0], [6, 2, 0], [4, 3, 0], [7, 3, 0]]
+    model = phalanx.Sequential(
+        [
+            layers.Input((3,)),
+            layers.Embedding(20, 4),
+            layers.GlobalAveragePooling1D(),
+            layers.Dense(1),
+        ]
+    )
+    model.compile(optimizer="adam", loss="mse")
+    history = model.fit(ds, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
