@@ -19,7 +19,7 @@ from __future__ import annotations
 import codecs
 import itertools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -383,52 +383,18 @@ def make_csv_dataset(
         >>> sorted(features), features["x"], label
         (['x', 'y'], array([1, 2], dtype=int32), array([b'a', b'b'], dtype=object))
     """
-    who = "make_csv_dataset"
     reads = 1 if num_parallel_reads is None else num_parallel_reads
     prefetch = AUTOTUNE if prefetch_buffer_size is None else prefetch_buffer_size
-    fmt = csv_format(field_delim, use_quote_delim, na_value, who)
+    fmt = csv_format(field_delim, use_quote_delim, na_value, "make_csv_dataset")
     compression = normalize_compression_type(compression_type)
     codecs.lookup(encoding)  # an unknown encoding fails here, by name
-    filenames = _file_names(file_pattern)
-    if column_names is None:
-        if not header:
-            raise DatasetArgumentError(
-                "make_csv_dataset: Expected `column_names` or `header` arguments. Neither is "
-                "provided. Pass column_names=[...] for files without a header row."
-            )
-        column_names = _column_names(filenames, fmt, compression, encoding)
-    column_names = list(column_names)
-    if len(column_names) != len(set(column_names)):
-        dup = sorted({n for n in column_names if column_names.count(n) > 1})
+    probe = _Probe(_file_names(file_pattern), fmt, compression, encoding, header)
+    names = _names(probe, column_names)
+    select = None if select_columns is None else _sorted_columns(select_columns, names)
+    names, cols = _columns(probe, names, column_defaults, select, num_rows_for_inference)
+    if label_name is not None and label_name not in names:
         raise DatasetArgumentError(
-            "make_csv_dataset: Either `column_names` argument or CSV header row contains "
-            f"duplicate column names: {dup}."
-        )
-    select = None if select_columns is None else _sorted_columns(select_columns, column_names)
-    if column_defaults is None:
-        column_defaults = _column_defaults(
-            filenames,
-            len(column_names),
-            fmt,
-            na_value,
-            header,
-            num_rows_for_inference,
-            select,
-            compression,
-            encoding,
-        )
-    cols: list[Column] = columns(list(column_defaults), who)
-    if select is not None and len(cols) != len(select):
-        raise DatasetArgumentError(
-            "make_csv_dataset: If specified, `column_defaults` and `select_columns` must have "
-            f"the same length: `column_defaults` has length {len(cols)}, `select_columns` has "
-            f"length {len(select)}."
-        )
-    if select is not None and len(column_names) > len(select):
-        column_names = [column_names[i] for i in select]
-    if label_name is not None and label_name not in column_names:
-        raise DatasetArgumentError(
-            f"make_csv_dataset: `label_name` provided must be one of the columns: {column_names}. "
+            f"make_csv_dataset: `label_name` provided must be one of the columns: {names}. "
             f"Received: {label_name!r}."
         )
     # The columns as CsvDataset's record_defaults: a dtype where required, else the default.
@@ -447,8 +413,6 @@ def make_csv_dataset(
         )
         return ds.ignore_errors() if ignore_errors else ds
 
-    names = column_names
-
     def to_features(*values: Any) -> Any:
         features = dict(zip(names, values, strict=True))
         if label_name is None:
@@ -456,22 +420,7 @@ def make_csv_dataset(
         label = features.pop(label_name)
         return features, label
 
-    dataset = ListFilesDataset(filenames)
-    if shuffle:
-        dataset = dataset.shuffle(len(filenames), shuffle_seed)
-    if reads == AUTOTUNE:
-        dataset = dataset.interleave(one_file, num_parallel_calls=AUTOTUNE)
-        options = Options()
-        options.deterministic = not sloppy
-        dataset = dataset.with_options(options)
-    else:
-        dataset = dataset.interleave(
-            one_file,
-            cycle_length=reads,
-            block_length=1,
-            num_parallel_calls=reads if reads > 1 else None,
-            deterministic=not sloppy,
-        )
+    dataset = _interleaved(probe.files, one_file, reads, sloppy, shuffle, shuffle_seed)
     if shuffle:
         dataset = dataset.shuffle(shuffle_buffer_size, shuffle_seed)
     if num_epochs != 1:
@@ -479,3 +428,78 @@ def make_csv_dataset(
     dataset = dataset.batch(batch_size, drop_remainder=num_epochs is None)
     dataset = dataset.map(to_features)
     return dataset if prefetch == 0 else dataset.prefetch(prefetch)
+
+
+class _Probe(NamedTuple):
+    """What reading the files' header and first rows (names and types) takes."""
+
+    files: list[str]
+    fmt: Any
+    compression: str
+    encoding: str
+    header: bool
+
+
+def _names(probe: _Probe, column_names: Sequence[str] | None) -> list[str]:
+    """The given column names, or the header's (TF's checks: one of them, no duplicates)."""
+    if column_names is None:
+        if not probe.header:
+            raise DatasetArgumentError(
+                "make_csv_dataset: Expected `column_names` or `header` arguments. Neither is "
+                "provided. Pass column_names=[...] for files without a header row."
+            )
+        column_names = _column_names(probe.files, probe.fmt, probe.compression, probe.encoding)
+    names = list(column_names)
+    if len(names) != len(set(names)):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise DatasetArgumentError(
+            "make_csv_dataset: Either `column_names` argument or CSV header row contains "
+            f"duplicate column names: {dup}."
+        )
+    return names
+
+
+def _columns(
+    probe: _Probe, names: list[str], defaults: Any, select: list[int] | None, rows: int | None
+) -> tuple[list[str], list[Column]]:
+    """The selected columns' names and types (given, or inferred from the first ``rows``)."""
+    if defaults is None:
+        defaults = _column_defaults(
+            probe.files,
+            len(names),
+            probe.fmt,
+            probe.fmt.na_value.decode("utf-8"),
+            probe.header,
+            rows,
+            select,
+            probe.compression,
+            probe.encoding,
+        )
+    cols = columns(list(defaults), "make_csv_dataset")
+    if select is None:
+        return names, cols
+    if len(cols) != len(select):
+        raise DatasetArgumentError(
+            "make_csv_dataset: If specified, `column_defaults` and `select_columns` must have "
+            f"the same length: `column_defaults` has length {len(cols)}, `select_columns` has "
+            f"length {len(select)}."
+        )
+    return [names[i] for i in select], cols
+
+
+def _interleaved(files, one_file, reads, sloppy, shuffle, seed) -> Dataset:
+    """TF's file order (shuffled when ``shuffle``) and interleave of one dataset per file."""
+    dataset: Dataset = ListFilesDataset(files)
+    if shuffle:
+        dataset = dataset.shuffle(len(files), seed)
+    if reads == AUTOTUNE:
+        options = Options()
+        options.deterministic = not sloppy
+        return dataset.interleave(one_file, num_parallel_calls=AUTOTUNE).with_options(options)
+    return dataset.interleave(
+        one_file,
+        cycle_length=reads,
+        block_length=1,
+        num_parallel_calls=reads if reads > 1 else None,
+        deterministic=not sloppy,
+    )

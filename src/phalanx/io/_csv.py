@@ -413,52 +413,60 @@ def _file_record(buf: bytes, i: int, eof: bool, fmt: Format, stop: re.Pattern):
             fields.append(b"")
             return fields, error, i
         if fmt.use_quote and buf[i] == 34:
-            j, parts, bad = i + 1, [], False
-            while True:
-                q = buf.find(b'"', j)
-                if q < 0 or (q + 1 >= n and not eof):
-                    if not eof:
-                        return None
-                    return fields, error or "Reached end of file without closing quoted field", n
-                if q + 1 >= n:  # the file ends with the closing quote
-                    parts.append(buf[j:q])
-                    fields.append(b"".join(parts))
-                    return fields, error, n
-                ch = buf[q + 1]
-                if ch == 34:
-                    parts.append(buf[j : q + 1])
-                    j = q + 2
-                    continue
-                if ch == delim or ch in (10, 13):
-                    parts.append(buf[j:q])
-                    fields.append(b"".join(parts))
-                    i = q + 2
-                    break
-                if not bad:
-                    bad = True
-                    error = error or "Quote inside a string has to be escaped by another quote"
-                j = q + 2
+            step = _quoted_field(buf, i, eof, delim)
         else:
-            m = stop.search(buf, i)
-            if m is None:
-                if not eof:
-                    return None
-                field, ch, i = buf[i:], -1, n
-            else:
-                k = m.start()
-                field, ch, i = buf[i:k], buf[k], k + 1
-            if fmt.use_quote and b'"' in field:
-                error = error or "Unquoted fields cannot have quotes inside"
-            fields.append(field)
-            if ch == -1:
-                return fields, error, i
-        if ch != delim:  # \n or \r: the end of the record
-            if ch == 13:
-                if i >= n and not eof:
-                    return None
-                if buf[i : i + 1] == b"\n":
-                    i += 1
-            return fields, error, i
+            step = _unquoted_field(buf, i, eof, stop, fmt.use_quote)
+        if step is None:
+            return None
+        field, ch, i, bad = step
+        fields.append(field)
+        error = error or bad
+        if ch == delim:
+            continue
+        if ch == 13:  # \r, or \r\n
+            if i >= n and not eof:
+                return None
+            if buf[i : i + 1] == b"\n":
+                i += 1
+        return fields, error, i  # \n, \r or the end of the file
+
+
+def _quoted_field(buf: bytes, i: int, eof: bool, delim: int):
+    """The quoted field opening at ``buf[i]``: ``(field, the byte after its closing quote (-1
+    at the end of the file), next, error)``, or None when it goes on past ``buf``."""
+    j, parts, error, n = i + 1, [], None, len(buf)
+    while True:
+        q = buf.find(b'"', j)
+        if q < 0 or q + 1 >= n:
+            if not eof:
+                return None
+            if q < 0:
+                return b"", -1, n, "Reached end of file without closing quoted field"
+            parts.append(buf[j:q])  # the file ends with the closing quote
+            return b"".join(parts), -1, n, error
+        ch = buf[q + 1]
+        if ch == 34:  # "" is a quote
+            parts.append(buf[j : q + 1])
+        elif ch == delim or ch in (10, 13):
+            parts.append(buf[j:q])
+            return b"".join(parts), ch, q + 2, error
+        else:  # as TF: noted, and the field goes on to a quote before a delimiter or a break
+            error = error or "Quote inside a string has to be escaped by another quote"
+        j = q + 2
+
+
+def _unquoted_field(buf: bytes, i: int, eof: bool, stop: re.Pattern, use_quote: bool):
+    """The unquoted field at ``buf[i]``, as ``_quoted_field`` gives a quoted one."""
+    m = stop.search(buf, i)
+    if m is None:
+        if not eof:
+            return None
+        field, ch, i = buf[i:], -1, len(buf)
+    else:
+        k = m.start()
+        field, ch, i = buf[i:k], buf[k], k + 1
+    error = "Unquoted fields cannot have quotes inside" if use_quote and b'"' in field else None
+    return field, ch, i, error
 
 
 class CsvReader:
