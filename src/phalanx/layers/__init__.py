@@ -14,6 +14,9 @@ from ._activation_layers import RepeatVector as RepeatVector
 from ._activation_layers import Softmax as Softmax
 from ._activations import get as get_activation
 from ._attention import MultiHeadAttention as MultiHeadAttention
+from ._conv_lstm import ConvLSTM1D as ConvLSTM1D
+from ._conv_lstm import ConvLSTM2D as ConvLSTM2D
+from ._conv_lstm import ConvLSTM3D as ConvLSTM3D
 from ._conv_transpose import Conv1DTranspose as Conv1DTranspose
 from ._conv_transpose import Conv2DTranspose as Conv2DTranspose
 from ._conv_transpose import Conv3DTranspose as Conv3DTranspose
@@ -144,6 +147,9 @@ __all__ = [
     "Conv3D",
     "Conv2DTranspose",
     "Conv3DTranspose",
+    "ConvLSTM1D",
+    "ConvLSTM2D",
+    "ConvLSTM3D",
     "Convolution1D",
     "Convolution1DTranspose",
     "Convolution2D",

@@ -33,6 +33,18 @@ class RNNState(nnx.Variable):
 # -- the loop ---------------------------------------------------------------------------
 
 
+def _like(x: jax.Array, state: jax.Array) -> jax.Array:
+    """``state`` plus zeros of ``x``'s kind: under shard_map a carry must vary over
+    replicas as ``x`` does."""
+    zeros = jnp.zeros_like(x.reshape(x.shape[0], -1)[:, 0])
+    return zeros.reshape((-1,) + (1,) * (state.ndim - 1)) + state
+
+
+def _keep(m_t: jax.Array, new: jax.Array, old: jax.Array) -> jax.Array:
+    """``new`` where the step's mask ``m_t`` (batch,) is True, else ``old``."""
+    return jnp.where(m_t.reshape(m_t.shape + (1,) * (new.ndim - 1)), new, old)
+
+
 def _state_list(cell: Layer) -> list[int]:
     size = cell.state_size
     return list(size) if isinstance(size, list | tuple) else [size]
@@ -113,29 +125,38 @@ class RNN(Layer):
         """The cell's state sizes, as a list."""
         return _state_list(self.cell)
 
-    def _output_size(self) -> int:
-        return getattr(self.cell, "output_size", None) or self.state_size[0]
+    def _step_shapes(self, step_shape: Shape) -> tuple[Shape, list[Shape]]:
+        """``(output shape, state shapes)`` of one step, per example, for input ``step_shape``.
+
+        A cell with ``step_shapes`` (``ConvLSTMCell``) says it; otherwise the output
+        is ``(output_size,)`` and each state ``(size,)``.
+        """
+        own = getattr(self.cell, "step_shapes", None)
+        if own is not None:
+            return own(tuple(step_shape))
+        output = getattr(self.cell, "output_size", None) or self.state_size[0]
+        return (output,), [(s,) for s in self.state_size]
 
     def compute_output_shape(self, input_shape: Shape) -> Any:
-        out = (input_shape[0], self._output_size()) if self.return_sequences else None
-        out = out or (self._output_size(),)
+        step, states = self._step_shapes(input_shape[1:])
+        out = (input_shape[0], *step) if self.return_sequences else step
         if self.return_state:
-            return [out, *[(s,) for s in self.state_size]]
+            return [out, *states]
         return out
 
+    #: the input's layout, said when its rank is wrong
+    _layout = "(batch, timesteps, features)"
+    _rank_hint = "Give each step a feature axis, e.g. x[..., None]."
+
     def _check_input_shape(self, input_shape: Shape) -> None:
-        self._require_rank(
-            input_shape,
-            2,
-            "(batch, timesteps, features)",
-            "Give each step a feature axis, e.g. x[..., None].",
-        )
+        rank = 1 + getattr(self.cell, "step_rank", 1)
+        self._require_rank(input_shape, rank, self._layout, self._rank_hint)
         self._require_known(input_shape, [-1], "feature axis")
 
     def check_input(self, x: Any) -> None:
-        """Checks rank and feature size; sequences of any length are accepted, as Keras."""
+        """Checks rank and the per-step shape; sequences of any length are accepted, as Keras."""
         built = self.built_input_shape
-        if x.ndim != 3 or x.shape[-1] != built[-1]:
+        if x.ndim != len(built) + 1 or tuple(x.shape[2:]) != tuple(built[1:]):
             raise self._error(
                 f"was built for inputs of shape {format_shape(built)}, received "
                 f"{format_shape(tuple(x.shape[1:]), x.shape[0] if x.ndim else None)}."
@@ -145,7 +166,7 @@ class RNN(Layer):
         if not self.cell.built:
             if self.cell.name is None:
                 self.cell.name = snake_case(type(self.cell).__name__)
-            self.cell._build_example((input_shape[-1],), rngs)
+            self.cell._build_example(tuple(input_shape[1:]), rngs)
 
     # -- states ---------------------------------------------------------------------
     def get_initial_state(self, batch_size: int) -> list[jax.Array]:
@@ -197,9 +218,7 @@ class RNN(Layer):
             states = states or self.get_initial_state(batch)
         else:
             states = self._given_states(initial_state)
-        # zeros of x's kind: under shard_map a carry must vary over replicas as x does
-        like = jnp.zeros_like(x[:, 0, :1])
-        states = [like + jnp.asarray(s).astype(x.dtype) for s in states]
+        states = [_like(x, jnp.asarray(s).astype(x.dtype)) for s in states]
         masks = (None, None)
         if isinstance(self.cell, _Cell):
             masks = self.cell.dropout_masks(x[:, 0], states[0], training, rngs)
@@ -218,10 +237,11 @@ class RNN(Layer):
                 f"has {len(self.state_size)} state(s) of sizes {self.state_size}, and received "
                 f"initial_state with {len(states)} tensor(s)."
             )
-        for s, size in zip(states, self.state_size, strict=True):
-            if jnp.ndim(s) != 2 or jnp.shape(s)[-1] != size:
+        shapes = self._step_shapes(self.built_input_shape[1:])[1]
+        for s, shape in zip(states, shapes, strict=True):
+            if tuple(jnp.shape(s)[1:]) != tuple(shape) or jnp.ndim(s) != len(shape) + 1:
                 raise self._error(
-                    f"expects initial states of shape (batch, {size}), received "
+                    f"expects initial states of shape {format_shape(tuple(shape))}, received "
                     f"{tuple(jnp.shape(s))}."
                 )
         return states
@@ -247,7 +267,7 @@ class RNN(Layer):
         xs = jnp.swapaxes(x, 0, 1)
         m = None
         if mask is not None:
-            m = jnp.swapaxes(jnp.asarray(mask).astype(bool).reshape(x.shape[:2]), 0, 1)[..., None]
+            m = jnp.swapaxes(jnp.asarray(mask).astype(bool).reshape(x.shape[:2]), 0, 1)
         if self.unroll:
             return self._unrolled(step, xs, states, m)
         if m is None:
@@ -263,8 +283,8 @@ class RNN(Layer):
                 x_t, m_t = inputs
                 out, new = step(x_t, carry)
                 prev = jnp.zeros_like(out) if self.zero_output_for_mask else carry[0]
-                out = jnp.where(m_t, out, prev)
-                new = [jnp.where(m_t, n, s) for n, s in zip(new, carry, strict=True)]
+                out = _keep(m_t, out, prev)
+                new = [_keep(m_t, n, s) for n, s in zip(new, carry, strict=True)]
                 return new, out
 
             scan_xs = (xs, m)
@@ -280,13 +300,17 @@ class RNN(Layer):
             out, new = step(xs[t], states)
             if m is not None:
                 prev = outputs[-1] if outputs else jnp.zeros_like(out)
-                out = jnp.where(m[t], out, prev)
-                new = [jnp.where(m[t], n, s) for n, s in zip(new, states, strict=True)]
+                out = _keep(m[t], out, prev)
+                new = [_keep(m[t], n, s) for n, s in zip(new, states, strict=True)]
             outputs.append(out)
             states = new
         return outputs[-1], jnp.stack(outputs, axis=1), list(states)
 
     # -- Keras's introspection ----------------------------------------------------------
+    def _keras_weight_groups(self) -> list[tuple[str, int]]:
+        """Where Keras 3's ``.weights.h5`` keeps the arrays: under the cell's group."""
+        return [("cell/", len(self.get_weights()))]
+
     @property
     def uses_rng(self) -> bool:
         """True when the cell draws dropout masks in training."""
@@ -388,6 +412,13 @@ _CELL_ARGUMENTS = frozenset(
         "recurrent_dropout",
         "reset_after",
         "seed",
+        # ConvLSTM's
+        "filters",
+        "kernel_size",
+        "strides",
+        "padding",
+        "data_format",
+        "dilation_rate",
     )
 )
 
@@ -692,6 +723,17 @@ class Bidirectional(Layer):
                     f"got {getattr(fwd, attr)} and {getattr(bwd, attr)}."
                 )
 
+    def _keras_weight_groups(self) -> list[tuple[str, int]]:
+        """Keras 3's ``.weights.h5`` groups: ``forward_layer/cell/``, ``backward_layer/cell/``."""
+        return [
+            (f"{where}/{sub}", count)
+            for where, layer in (
+                ("forward_layer", self.forward_layer),
+                ("backward_layer", self.backward_layer),
+            )
+            for sub, count in layer._keras_weight_groups()
+        ]
+
     @property
     def uses_rng(self) -> bool:
         """True when either direction draws dropout masks in training."""
@@ -766,7 +808,7 @@ class Bidirectional(Layer):
     @classmethod
     def from_config(cls, config: dict) -> Bidirectional:
         """Rebuilds the layer from `get_config`."""
-        layers = {c.__name__: c for c in (RNN, SimpleRNN, LSTM, GRU)}
+        layers = {c.__name__: c for c in _rnn_classes(RNN)}
 
         def rebuild(entry):
             sub = dict(entry["config"])
@@ -783,6 +825,11 @@ class Bidirectional(Layer):
         )
         out.trainable = config.get("trainable", True)
         return out
+
+
+def _rnn_classes(cls: type) -> list[type]:
+    """``cls`` and its subclasses (``ConvLSTM2D`` lives in its own module)."""
+    return [cls, *(c for sub in cls.__subclasses__() for c in _rnn_classes(sub))]
 
 
 def _merge(mode: str | None, y: jax.Array, y_rev: jax.Array) -> Any:

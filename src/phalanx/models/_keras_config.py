@@ -91,6 +91,10 @@ def _layer_config(layer: Layer) -> dict:
         config[key] = value
     if type(layer).__name__ == "MultiHeadAttention":
         config["output_shape"] = layer.output_dim
+    if type(layer).__name__ == "Bidirectional":  # its layers, as Keras serializes them
+        config["layer"] = _layer_entry(layer.forward_layer, None)
+        config["backward_layer"] = _layer_entry(layer.backward_layer, None)
+        config.pop("weights", None)
     return config
 
 

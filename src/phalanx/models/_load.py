@@ -66,6 +66,7 @@ _IGNORED_IF_DEFAULT = {
     "renorm_clipping": None,
     "renorm_momentum": 0.99,
     "data_format": "channels_last",
+    "zero_output_for_mask": False,
 }
 
 
@@ -77,6 +78,10 @@ def _argument(layer_class: str, name: str, key: str, value: Any) -> Any:
             "phalanx never runs code from a file (Keras's safe_mode). Use a named "
             "activation, or build the model in Python."
         )
+    if key in ("layer", "backward_layer") and isinstance(value, dict) and "class_name" in value:
+        # Bidirectional's layers; it sets their zero_output_for_mask itself, as Keras
+        config = {k: v for k, v in value.get("config", {}).items() if k != "zero_output_for_mask"}
+        return _make_layer({**value, "config": config})
     if key == "axis" and isinstance(value, list) and len(value) == 1:
         return value[0]  # LayerNormalization records axis=[-1]
     if isinstance(value, list):

@@ -5,7 +5,9 @@ stores each layer's variables at ``layers/<key>/vars/<i>``, with ``<key>``
 the snake-case class name made unique in the order of ``model.layers``
 (``dense``, ``dense_1``, ...; a functional model's ``InputLayer`` s count, a
 ``Sequential``'s do not), not the layer's name; ``MultiHeadAttention`` nests
-``query_dense``, ``key_dense``, ``value_dense``, ``output_dense``. phalanx
+``query_dense``, ``key_dense``, ``value_dense``, ``output_dense``, a recurrent
+layer its cell's (``lstm/cell/vars``) and ``Bidirectional`` its two layers'
+(``forward_layer/cell/vars``, ``backward_layer/cell/vars``). phalanx
 writes and reads that layout, each layer's arrays in Keras's order (what
 ``layer.get_weights()`` returns), so Keras loads a phalanx file and the
 reverse, given the same architecture.
@@ -92,6 +94,9 @@ def _keys(model: Any) -> list[tuple[str, Layer]]:
 def _groups(layer: Layer) -> list[tuple[str, int]]:
     """``(subpath, number of arrays)`` under the layer's group, in ``get_weights`` order."""
     count = len(layer.get_weights()) if layer.built else 0
+    own = getattr(layer, "_keras_weight_groups", None)
+    if own is not None and count:
+        return own()  # recurrent layers: the cell's group, Bidirectional's two directions
     if type(layer).__name__ == "MultiHeadAttention" and count:
         per = count // 4
         return [(f"{part}/", per) for part in _MHA_PARTS]
