@@ -358,3 +358,15 @@ def test_fit_on_a_dataset_mapped_through_the_layer():
     model.compile(optimizer="adam", loss="mse")
     history = model.fit(ds, epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])
+
+
+def test_one_string_gives_one_row_as_unbatched_tf_data():
+    # text_ds.map(vectorize) before batch: each element is one string (Keras: 1-D output).
+    layer = TextVectorization(vocabulary=["baz", "bar", "foo"], output_sequence_length=4)
+    assert layer("foo qux bar").tolist() == [4, 1, 3, 0]
+    (first, second) = phalanx.data.Dataset.from_tensor_slices(["foo qux bar", "baz"]).map(layer)
+    assert first.tolist() == [4, 1, 3, 0] and second.tolist() == [2, 0, 0, 0]
+    counts = TextVectorization(vocabulary=["baz", "bar", "foo"], output_mode="count")
+    assert counts("foo foo baz").tolist() == [0, 1, 0, 2]
+    ragged = TextVectorization(vocabulary=["baz", "bar", "foo"], ragged=True)
+    assert ragged("foo qux").tolist() == [4, 1]

@@ -37,6 +37,12 @@ _SPLIT = ("whitespace", "character")
 _PUNCTUATION = re.compile(rb"[!\"#$%&()\*\+,-\./:;<=>?@\[\\\]^_`{|}~\']")
 
 
+def _as_object_array(inputs: Any) -> Any:
+    if hasattr(inputs, "to_list") and hasattr(inputs, "row_splits"):
+        return np.empty((len(inputs), 0), object)  # a RaggedTensor: rows, never one string
+    return inputs if isinstance(inputs, np.ndarray) else np.asarray(inputs, dtype=object)
+
+
 def _check_choice(value: Any, allowed: tuple, arg: str) -> None:
     if value is None or callable(value) or value in allowed:
         return
@@ -254,14 +260,25 @@ class TextVectorization(Layer):
         refuse_traced(self, inputs)
         if self.name is None:
             self.name = "text_vectorization"
+        # One string (an unbatched dataset's element): Keras's 1-D tokens, a 1-D output.
+        one = self.split is not None and np.ndim(_as_object_array(inputs)) == 0
         tokens = self._preprocess(inputs)
         lookup = self._lookup_layer
         if self.output_mode != "int":
             if isinstance(tokens, np.ndarray) and tokens.ndim <= 1:
                 return lookup(tokens)
-            return lookup.encode_rows(token_rows(tokens))
-        if isinstance(tokens, np.ndarray):
+            out = lookup.encode_rows(token_rows(tokens))
+        elif isinstance(tokens, np.ndarray):
             return self._fit_length(lookup(tokens))
+        else:
+            out = self._int_rows(tokens)
+            if one and isinstance(out, RaggedTensor):
+                return np.asarray(out.values)
+        return out[0] if one else out
+
+    def _int_rows(self, tokens: list) -> Any:
+        """Rows of tokens as ids, padded with 0 (or a RaggedTensor with ``ragged=True``)."""
+        lookup = self._lookup_layer
         index = lookup._index()
         rows = [lookup._ids(row, index)[: self.output_sequence_length] for row in tokens]
         if self.ragged:
