@@ -249,3 +249,35 @@ def test_fit_eight_replicas_equal_one():
     np.testing.assert_allclose(loss_1, loss_8, rtol=1e-5)
     for a, b in zip(w_1, w_8, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
+
+
+def test_fit_with_regularizers_and_constraints_equals_keras():
+    x, y = _x(4, 3, 5, 2), _x(4, 1)
+
+    def model(lib):
+        return lib.Sequential(
+            [
+                lib.layers.Input((3, 5, 2)),
+                lib.layers.ConvLSTM1D(
+                    2,
+                    3,
+                    kernel_regularizer="l2",
+                    recurrent_regularizer=lib.regularizers.L2(0.1),
+                    recurrent_constraint=lib.constraints.MaxNorm(0.5),
+                ),
+                lib.layers.Flatten(),
+                lib.layers.Dense(1),
+            ]
+        )
+
+    ours, theirs = model(phalanx), model(keras)
+    ours.build((None, 3, 5, 2))
+    theirs.set_weights(ours.get_weights())
+    ours.compile(optimizer=phalanx.optimizers.SGD(0.1), loss="mse")
+    theirs.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    fit = dict(batch_size=4, epochs=2, shuffle=False, verbose=0)
+    np.testing.assert_allclose(
+        ours.fit(x, y, **fit).history["loss"], theirs.fit(x, y, **fit).history["loss"], rtol=1e-5
+    )
+    for a, b in zip(ours.get_weights(), theirs.get_weights(), strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-6)
