@@ -150,6 +150,13 @@ def test_decode_csv_dtypes_and_shapes():
     np.testing.assert_equal(g, np.float32([1000, np.inf, np.nan, 16, 0.5]))
 
 
+def test_a_dtype_name_is_a_dtype_and_a_listed_one_a_default():
+    required, default = decode_csv(["a,"], ["string", ["string"]])
+    assert required.tolist() == [b"a"] and default.tolist() == [b"string"]
+    with pytest.raises(CsvParseError, match="Field 0 is required but missing"):
+        decode_csv([","], ["float32", ["float32"]])
+
+
 def test_decode_csv_defaults_that_print_alike_stay_apart():
     a, b = np.array([0.123456789012]), np.array([0.123456789013])  # one repr, two values
     assert decode_csv(['""'], [a])[0].tolist() == [0.123456789012]
