@@ -5,8 +5,11 @@ As Keras 3's JAX backend (``backend.rnn``): a masked step keeps the previous
 state and repeats the previous output (zeros with ``zero_output_for_mask``, as
 ``Bidirectional`` sets for sequences), ``go_backwards`` returns the sequence in
 processing order, ``unroll=True`` is a Python loop. The cells are in
-`._recurrent_cells`. Shapes given to ``build`` are per example:
-``(timesteps, features)``; sequences of any length are accepted once built.
+`._recurrent_cells` (``ConvLSTMCell`` in `._conv_lstm`). Shapes given to
+``build`` are per example: ``(timesteps, features)``, or ``(timesteps, *spatial,
+channels)`` for a cell whose ``step_rank`` is above 1 (its ``step_shapes`` give
+the output and state shapes; masks broadcast over them); sequences of any
+length are accepted once built.
 """
 
 from __future__ import annotations
@@ -661,7 +664,8 @@ class Bidirectional(Layer):
         super().__init__(name=name, input_shape=input_shape)
         if not isinstance(layer, RNN):
             raise LayerArgumentError(
-                f"Bidirectional wraps a recurrent layer (LSTM, GRU, SimpleRNN, RNN), got "
+                f"Bidirectional wraps a recurrent layer (LSTM, GRU, SimpleRNN, RNN, ConvLSTM2D, "
+                "...), got "
                 f"{type(layer).__name__}."
             )
         if merge_mode not in _MERGE_MODES:
