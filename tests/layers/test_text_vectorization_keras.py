@@ -370,3 +370,15 @@ def test_one_string_gives_one_row_as_unbatched_tf_data():
     assert counts("foo foo baz").tolist() == [0, 1, 0, 2]
     ragged = TextVectorization(vocabulary=["baz", "bar", "foo"], ragged=True)
     assert ragged("foo qux").tolist() == [4, 1]
+
+
+def test_string_lookup_on_a_ragged_tensor():
+    # Keras's StringLookup maps a RaggedTensor's values (tf.ragged.map_flat_values).
+    ragged = phalanx.io.RaggedTensor.from_row_lengths(np.array([b"a", b"q", b"b"]), [2, 0, 1])
+    lookup = layers.StringLookup(vocabulary=["a", "b"])
+    out = lookup(ragged)
+    assert isinstance(out, phalanx.io.RaggedTensor) and out.to_list() == [[1, 0], [], [2]]
+    counts = layers.StringLookup(vocabulary=["a", "b"], output_mode="count")
+    assert counts(ragged).tolist() == [[1, 1, 0], [0, 0, 0], [0, 0, 1]]
+    inverse = layers.StringLookup(vocabulary=["a", "b"], invert=True)
+    assert inverse(out).to_list() == [[b"a", b"[UNK]"], [], [b"b"]]

@@ -24,7 +24,7 @@ import jax
 import numpy as np
 
 from ..errors import LayerArgumentError
-from ..io import _fs
+from ..io import RaggedTensor, _fs
 from ._layer import Layer
 
 _MODES = ("int", "one_hot", "multi_hot", "count", "tf_idf")
@@ -372,10 +372,14 @@ class IndexLookup(Layer):
 
     # -- the lookup ---------------------------------------------------------------------
 
-    def __call__(self, x: Any, *args: Any, **kwargs: Any) -> np.ndarray:
+    def __call__(self, x: Any, *args: Any, **kwargs: Any) -> Any:
         refuse_traced(self, x)
         if self.name is None:
             self.name = type(self).__name__.lower()
+        if isinstance(x, RaggedTensor):  # Keras: the values looked up, each row a sample
+            if self.output_mode != "int":
+                return self.encode_rows(x.to_list())
+            return x.with_values(self._lookup(np.asarray(x.values)))
         return self._lookup(np.asarray(x) if not isinstance(x, np.ndarray) else x)
 
     def _index(self) -> dict:
