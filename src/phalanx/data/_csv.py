@@ -2,7 +2,7 @@
 
 ``CsvDataset`` is a file source like ``TextLineDataset``: it reads its files
 one after another through ``phalanx.io`` (local paths and URLs, GZIP/ZLIB),
-with ``phalanx.io._csv.CsvReader`` parsing records (quoted fields may hold
+with ``phalanx.io._csv_reader.CsvReader`` parsing records (quoted fields may hold
 line breaks), so it shares that source's iterator: the state is the file, the
 record and its byte offset, and a restored iterator seeks there. FILE
 auto-sharding gives each input pipeline its share of the files.
@@ -25,7 +25,8 @@ import numpy as np
 
 from ..errors import DatasetArgumentError, DatasetTypeError
 from ..io import _fs
-from ..io._csv import Column, CsvReader, columns, csv_format, text_rows
+from ..io._csv import Column, columns, csv_format
+from ..io._csv_reader import CsvReader, text_rows
 from ..io._tfrecord import normalize_compression_type
 from ._dataset import Dataset
 from ._options import AUTOTUNE, Options
