@@ -34,31 +34,39 @@ def _scalar(out):
     return sum(jnp.sum(jnp.sin(leaf) * (i + 1)) for i, leaf in enumerate(leaves))
 
 
-def _grads(ours, theirs, x, kwargs):
+def _run(ours, theirs, x, kwargs):
+    """Outputs and gradients of phalanx's and Keras's layer, each one compiled program."""
     graphdef, params, rest = nnx.split(ours, nnx.Param, ...)
-    f = lambda p, x: _scalar(nnx.merge(graphdef, p, rest)(x, **kwargs))  # noqa: E731
-    g, dx = jax.jit(jax.grad(f, argnums=(0, 1)))(params, jnp.asarray(x))
-    ours_g = nnx.merge(graphdef, g, rest).get_weights()
+
+    def f(p, x):
+        out = nnx.merge(graphdef, p, rest)(x, **kwargs)
+        return _scalar(out), out
+
+    (_, out), (g, dx) = jax.jit(jax.value_and_grad(f, (0, 1), has_aux=True))(params, x)
     frozen = [v.value for v in theirs.non_trainable_variables]
-    k = lambda t, x: _scalar(theirs.stateless_call(t, frozen, x, **kwargs)[0])  # noqa: E731
-    kg, kx = jax.jit(jax.grad(k, argnums=(0, 1)))([v.value for v in theirs.trainable_variables], x)
-    return (ours_g, dx), (kg, kx)
+
+    def k(t, x):
+        out = theirs.stateless_call(t, frozen, x, **kwargs)[0]
+        return _scalar(out), out
+
+    trainable = [v.value for v in theirs.trainable_variables]
+    (_, k_out), (kg, kx) = jax.jit(jax.value_and_grad(k, (0, 1), has_aux=True))(trainable, x)
+    return (out, nnx.merge(graphdef, g, rest).get_weights(), dx), (k_out, kg, kx)
 
 
 def _same(ours, theirs, x, grads=True, **kwargs):
-    """Copies our weights into Keras's layer, compares outputs and (jitted) gradients."""
-    out = ours(x, **kwargs)
+    """Copies our weights into Keras's layer, compares outputs and gradients."""
+    ours.build((None, *x.shape[1:]))
     theirs.build(x.shape)
     weights = ours.get_weights()
     assert [w.shape for w in weights] == [tuple(w.shape) for w in theirs.weights]
     theirs.set_weights(weights)
-    expected = theirs(x, **kwargs)
+    (out, gw, gx), (expected, kw, kx) = _run(ours, theirs, jnp.asarray(x), kwargs)
     out_leaves, exp_leaves = jax.tree.leaves(out), jax.tree.leaves(expected)
     assert [a.shape for a in out_leaves] == [tuple(b.shape) for b in exp_leaves]
     for a, b in zip(out_leaves, exp_leaves, strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=2e-5, rtol=1e-5)
     if grads:
-        (gw, gx), (kw, kx) = _grads(ours, theirs, x, kwargs)
         np.testing.assert_allclose(np.asarray(gx), np.asarray(kx), atol=1e-4, rtol=1e-4)
         for a, b in zip(gw, kw, strict=True):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-4, rtol=1e-4)
