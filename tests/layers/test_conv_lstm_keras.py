@@ -145,7 +145,7 @@ def test_dropout_inference_is_keras_and_training_draws_per_call():
     assert ours.dropout == 0.4 and ours.filters == 3 and ours.kernel_size == (3,)
 
 
-def test_stateful_continues_the_sequence():
+def test_stateful_continues_the_sequence_as_keras():
     x = _x(2, 6, 5, 2)
     ours = layers.ConvLSTM1D(3, 2, stateful=True, return_sequences=True)
     whole = layers.ConvLSTM1D(3, 2, return_sequences=True)
@@ -156,8 +156,13 @@ def test_stateful_continues_the_sequence():
     np.testing.assert_allclose(
         np.concatenate([first, second], axis=1), whole(x), atol=2e-5, rtol=1e-5
     )
+    theirs = keras.layers.ConvLSTM1D(3, 2, stateful=True, return_sequences=True)
+    theirs(x[:, :3])
+    theirs.set_weights(ours.get_weights())
+    theirs.reset_states()
     ours.reset_states()
-    np.testing.assert_allclose(ours(x[:, :3]), first, atol=1e-6)
+    for part in (x[:, :3], x[:, 3:]):
+        np.testing.assert_allclose(ours(part), theirs(part), atol=2e-5, rtol=1e-5)
 
 
 def test_bidirectional_matches_keras():
