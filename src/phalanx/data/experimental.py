@@ -135,7 +135,6 @@ def shuffle_and_repeat(buffer_size: int, count: int | None = None, seed: int | N
     """``ds.shuffle(buffer_size, seed, reshuffle_each_iteration=True).repeat(count)``."""
     return _transformation(
         "shuffle_and_repeat",
-        "snapshot",
         lambda ds: ds.shuffle(buffer_size, seed=seed, reshuffle_each_iteration=True).repeat(count),
     )
 
