@@ -210,3 +210,35 @@ def test_gradient_accumulation_state_is_not_read_and_the_warning_says_so(tmp_pat
     with pytest.warns(UserWarning, match="gradient_accumulation_steps=2: phalanx neither"):
         ours = px.models.load_model(tmp_path / "acc.keras")
     assert int(ours.optimizer.iterations) == 0
+
+
+def test_mixed_float16_files_keep_the_loss_scale_both_ways(tmp_path):
+    """Under ``mixed_float16`` ``compile`` wraps the optimizer (Keras's and phalanx's): the
+    file's model policy says so, each layer's policy comes back, and the loss scale's state
+    round-trips; a resumed fit equals the uninterrupted one."""
+    px.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        whole, halves = _px_model(px.optimizers.Adam(0.01)), _px_model(px.optimizers.Adam(0.01))
+        want = _fit(whole, epochs=2)
+        _fit(halves)
+        halves.save(tmp_path / "m.keras")
+        loaded = px.models.load_model(tmp_path / "m.keras")
+    finally:
+        px.mixed_precision.set_global_policy("float32")
+    assert loaded.layers[0].dtype_policy.name == "mixed_float16"
+    assert isinstance(loaded.optimizer, px.mixed_precision.LossScaleOptimizer)
+    assert int(loaded.optimizer.iterations) == 10
+    _, state, _ = loaded._optimizer_values()
+    assert (float(state.scale), int(state.good_steps)) == (2.0**15, 10)
+    np.testing.assert_allclose(_fit(loaded), want[1:], rtol=1e-6)
+    _assert_same_weights(loaded, whole)
+    # Keras's Sequential takes the global policy, not the file's: a Keras user sets it too.
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        theirs = keras.models.load_model(tmp_path / "m.keras")  # Keras wraps its Adam too
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert type(theirs.optimizer).__name__ == "LossScaleOptimizer"
+    own = {v.path.split("/")[-1]: np.asarray(v) for v in theirs.optimizer.variables[:4]}
+    assert (int(own["step_counter"]), float(own["dynamic_scale"])) == (10, 2.0**15)
+    assert int(theirs.optimizer.iterations) == 10

@@ -78,7 +78,7 @@ def _layer_config(layer: Layer) -> dict:
             "name": layer.name,
         }
     accepted = set(inspect.signature(type(layer).__init__).parameters) - _NOT_KERAS
-    config: dict = {"name": layer.name, "trainable": layer.trainable, "dtype": "float32"}
+    config: dict = {"name": layer.name, "trainable": layer.trainable, "dtype": _dtype(layer)}
     for key, value in layer.get_config().items():
         if key not in accepted:
             continue
@@ -96,6 +96,35 @@ def _layer_config(layer: Layer) -> dict:
         config["backward_layer"] = _layer_entry(layer.backward_layer, None)
         config.pop("weights", None)
     return config
+
+
+def _dtype(layer: Layer) -> Any:
+    """The layer's dtype policy as Keras 3 writes it (``"float32"``, Keras's default, as is)."""
+    name = layer.dtype_policy.name
+    return name if name == "float32" else _policy_entry(name)
+
+
+def _model_dtype(model: Any) -> dict:
+    """``{"dtype": mixed_float16's policy}`` for a model whose ``compile`` added a
+    ``LossScaleOptimizer`` (the policy was ``mixed_float16``), so that Keras's ``compile``
+    adds it too and reads its variables; else nothing (Keras: the global policy)."""
+    config = getattr(model, "_config", None)
+    args = getattr(model, "_compile_args", None) or {}
+    optimizer = getattr(config, "optimizer", None)
+    if type(optimizer).__name__ != "LossScaleOptimizer" or (
+        type(args.get("optimizer")).__name__ == "LossScaleOptimizer"
+    ):
+        return {}
+    return {"dtype": _policy_entry("mixed_float16")}
+
+
+def _policy_entry(name: str) -> dict:
+    return {
+        "module": "keras",
+        "class_name": "DTypePolicy",
+        "config": {"name": name},
+        "registered_name": None,
+    }
 
 
 def _regularizer_config(regularizer: Any) -> Any:
@@ -165,7 +194,12 @@ def model_config(model: Any) -> dict:
         return {
             "module": "keras",
             "class_name": "Sequential",
-            "config": {"name": model.name, "trainable": True, "layers": layers},
+            "config": {
+                "name": model.name,
+                "trainable": True,
+                "layers": layers,
+                **_model_dtype(model),
+            },
             "registered_name": None,
         }
     if isinstance(module, Functional):
@@ -179,6 +213,7 @@ def model_config(model: Any) -> dict:
             "layers": layers,
             "input_layers": graph["input_layers"],
             "output_layers": graph["output_layers"],
+            **_model_dtype(model),
         }
         return {
             "module": "keras.src.models.functional",

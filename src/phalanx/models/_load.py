@@ -119,7 +119,9 @@ def _make_layer(entry: dict) -> Any:
             continue  # the weights come from the file
         ignored = key in _IGNORED or key == "name"
         ignored = ignored or (key in _IGNORED_IF_DEFAULT and value == _IGNORED_IF_DEFAULT[key])
-        if key in accepted and key not in ("dtype", "input_shape"):
+        if key == "dtype" and key in accepted:
+            kwargs[key] = _dtype_policy(layer_class, name, value)
+        elif key in accepted and key != "input_shape":
             kwargs[key] = _argument(layer_class, name, key, value)
         elif not ignored:
             raise KerasFileError(
@@ -130,6 +132,26 @@ def _make_layer(entry: dict) -> Any:
     layer = cls(**kwargs)
     layer.trainable = bool(config.get("trainable", True))
     return layer
+
+
+def _dtype_policy(layer_class: str, name: str, value: Any) -> Any:
+    """A layer's ``dtype`` entry (a dtype name, or Keras's ``DTypePolicy``) as phalanx's
+    ``dtype=``: the policy's name; None (the global policy) for none."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, dict) and value.get("class_name") in ("DTypePolicy", "FloatDTypePolicy"):
+        return (value.get("config") or {}).get("name")
+    raise KerasFileError(
+        f"Layer '{name}' ({layer_class}) has dtype={value!r}; phalanx reads a dtype name or "
+        "Keras's DTypePolicy (float32, mixed_float16, mixed_bfloat16, ...), not a quantized "
+        "or custom policy. Save the model unquantized."
+    )
+
+
+def _model_policy(config: dict) -> Any:
+    """The dtype policy's name a file gives the model itself, or None."""
+    value = (config.get("config") or {}).get("dtype")
+    return _dtype_policy(str(config.get("class_name")), "the model", value)
 
 
 def _history(value: Any) -> tuple | None:
@@ -284,7 +306,8 @@ def load_model(
         weights = _archive.read_member(archive, "model.weights.h5", path, cap)
     _keras_files.load_h5(model, weights, f"{path}:model.weights.h5")
     if compile and config.get("compile_config"):
-        _keras_compile.compile_from_config(model, config["compile_config"], path)
+        mixed = _model_policy(config) == "mixed_float16"  # Keras's compile adds loss scaling
+        _keras_compile.compile_from_config(model, config["compile_config"], path, mixed)
         if model._config is not None:  # compiled: its optimizer's state too
             _keras_files.restore_optimizer(model, weights, f"{path}:model.weights.h5")
     return model

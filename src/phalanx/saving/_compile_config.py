@@ -59,11 +59,16 @@ def compile_config(model: Any) -> dict | None:
         return None
 
 
-def compile_from_config(model: Any, config: dict, path: str) -> None:
-    """Compiles ``model`` with a file's ``compile_config`` (warns and leaves it if it cannot)."""
+def compile_from_config(model: Any, config: dict, path: str, loss_scaled: bool = False) -> None:
+    """Compiles ``model`` with a file's ``compile_config`` (warns and leaves it if it cannot);
+    ``loss_scaled``: the file's model is ``mixed_float16``, whose ``compile`` Keras makes wrap
+    the optimizer in a ``LossScaleOptimizer``, as phalanx's does under that global policy."""
     try:
+        optimizer = _optimizer_from(config.get("optimizer") or "rmsprop")
+        if loss_scaled and not isinstance(optimizer, _policy.LossScaleOptimizer):
+            optimizer = _policy.LossScaleOptimizer(optimizer)
         kwargs = {
-            "optimizer": _optimizer_from(config.get("optimizer") or "rmsprop"),
+            "optimizer": optimizer,
             "loss": _object_from(config.get("loss"), "losses"),
             "metrics": _metrics_from(config.get("metrics")),
             "weighted_metrics": _metrics_from(config.get("weighted_metrics")),
