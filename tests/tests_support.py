@@ -1,6 +1,14 @@
 """Helpers shared by tests: where the repository's test data lives."""
 
+import os
 from pathlib import Path
 
 # TFRecord files TensorFlow wrote, and what it read back (see its README.md).
 TFRECORD_VECTORS = Path(__file__).resolve().parent / "data" / "tf_vectors"
+
+
+def child_xla_flags() -> str:
+    """This process's ``XLA_FLAGS`` without its device count, for a subprocess that sets its
+    own: the compile flags (tests/conftest.py) carry over, the 8 devices do not."""
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    return " ".join(f for f in flags if not f.startswith("--xla_force_host_platform_device_count"))

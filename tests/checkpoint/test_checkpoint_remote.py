@@ -19,6 +19,7 @@ from phalanx.callbacks import BackupAndRestore, ModelCheckpoint
 from phalanx.checkpoint import Checkpoint, CheckpointManager, _remote, latest_checkpoint
 from phalanx.errors import CheckpointError, CheckpointNotFoundError
 from phalanx.io import gfile
+from tests_support import child_xla_flags
 
 X = np.random.default_rng(0).normal(size=(96, 6)).astype(np.float32)
 Y = (np.abs(X[:, :4]).argmax(1)).astype(np.int32)
@@ -315,7 +316,7 @@ def _launch_two(script_args, env, timeout=240):
     argv += ["1", "--timeout", "150", "--grace", "2", "--max-restarts", "1", "--"]
     argv += [str(Path(__file__).parent / "scripts" / "remote_backup.py"), *map(str, script_args)]
     keep = {k: v for k, v in os.environ.items() if not k.startswith(("PHALANX_", "TF_CONFIG"))}
-    keep.update(JAX_PLATFORMS="cpu", XLA_FLAGS="", **env)
+    keep.update(JAX_PLATFORMS="cpu", XLA_FLAGS=child_xla_flags(), **env)
     done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=keep)
     assert done.returncode == 0, done.stdout + done.stderr
     return done

@@ -20,13 +20,14 @@ from remote_support import s3_env
 
 from phalanx.checkpoint import _remote
 from phalanx.io import _fs, gfile
+from tests_support import child_xla_flags
 
 SCRIPT = Path(__file__).parent / "scripts" / "remote_own_staging.py"
 
 
 def _env():
     keep = {k: v for k, v in os.environ.items() if not k.startswith(("PHALANX_", "TF_CONFIG"))}
-    return {**keep, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": "", **s3_env()}
+    return {**keep, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": child_xla_flags(), **s3_env()}
 
 
 def _launch(out, url, staging, *extra, timeout=240):

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from phalanx.data import TFRecordWriter, serialize_example
+from tests_support import child_xla_flags
 
 SCRIPT = Path(__file__).parent / "scripts" / "reshard_train.py"
 JOB_TIMEOUT_S = 120
@@ -33,7 +34,7 @@ def _env() -> dict:
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("PHALANX_", "TF_CONFIG", "SLURM_"))
     }
-    env.update(JAX_PLATFORMS="cpu", XLA_FLAGS="")
+    env.update(JAX_PLATFORMS="cpu", XLA_FLAGS=child_xla_flags())
     return env
 
 

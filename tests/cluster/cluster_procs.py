@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests_support import child_xla_flags
+
 SCRIPTS = Path(__file__).parent / "scripts"
 
 
@@ -18,7 +20,7 @@ def _env(**extra) -> dict:
         k: v for k, v in os.environ.items() if not k.startswith(("PHALANX_", "TF_CONFIG", "SLURM_"))
     }
     env.pop("JOB_COMPLETION_INDEX", None)
-    env.update(JAX_PLATFORMS="cpu", XLA_FLAGS="", **extra)
+    env.update(JAX_PLATFORMS="cpu", XLA_FLAGS=child_xla_flags(), **extra)
     return env
 
 
