@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 from phalanx.data import TFRecordWriter, serialize_example
+from tests_support import child_xla_flags
 
 SCRIPT = Path(__file__).parent / "scripts" / "train.py"
 TIMEOUT_S = 240
@@ -33,7 +34,10 @@ STEPS = 39  # 3 epochs of 13 batches (200 examples, batch 16)
 
 
 def _run(out, *flags, expect_kill=False, expect_code=0):
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "XLA_FLAGS"},
+        "XLA_FLAGS": child_xla_flags(),
+    }
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), str(out), *map(str, flags)],
         capture_output=True,
@@ -135,7 +139,10 @@ def test_process_killed_while_writing_keeps_the_previous_backup(tmp_path):
     ref = tmp_path / "ref.npz"
     _run(ref, *common, "--backup", tmp_path / "ref_backup")
     out, backup = tmp_path / "out.npz", tmp_path / "backup"
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "XLA_FLAGS"},
+        "XLA_FLAGS": child_xla_flags(),
+    }
     argv = [sys.executable, str(SCRIPT), str(out), *map(str, common)]
     proc = subprocess.Popen(
         [*argv, "--backup", str(backup), "--hang-in-save", "3"],

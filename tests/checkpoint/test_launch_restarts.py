@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests_support import child_xla_flags
+
 TIMEOUT_S = 240
 TRAIN = Path(__file__).parent / "scripts" / "train.py"
 
@@ -28,7 +30,10 @@ sys.exit(codes[n] if n < len(codes) else 0)
 
 
 def _launch(*argv, cwd):
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "XLA_FLAGS"},
+        "XLA_FLAGS": child_xla_flags(),
+    }
     return subprocess.run(
         [sys.executable, "-m", "phalanx.cli", "launch", "-n", "1", *map(str, argv)],
         capture_output=True,
@@ -64,7 +69,10 @@ def test_negative_max_restarts_is_refused(tmp_path):
 @pytest.mark.slow
 def test_preempted_training_restarts_and_ends_bit_identical(tmp_path):
     common = ["--input", "dataset", "--spe", 2, "--save-freq", "epoch"]
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "XLA_FLAGS"},
+        "XLA_FLAGS": child_xla_flags(),
+    }
     ref = tmp_path / "ref.npz"
     subprocess.run(
         [sys.executable, str(TRAIN), str(ref), *map(str, common), "--backup", "rb"],

@@ -38,7 +38,10 @@ parser.add_argument("--dropout", type=float, default=0.25)
 parser.add_argument("--sigterm-at-step", type=int, default=None)
 args = parser.parse_args()
 
-os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={args.devices}"
+_flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if "device_count" not in f]
+os.environ["XLA_FLAGS"] = " ".join(
+    [*_flags, f"--xla_force_host_platform_device_count={args.devices}"]
+)
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import jax  # noqa: E402
