@@ -15,8 +15,7 @@ from typing import IO, Any
 import numpy as np
 
 from ..errors import CallbackArgumentError
-from ..io import _fs
-from ..io._staging import StagedFile
+from ..io import StagedFile, _fs
 from . import _process
 from ._args import check_path
 from ._callback import Callback, Logs

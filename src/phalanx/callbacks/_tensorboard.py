@@ -23,8 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CallbackArgumentError
-from ..io import _fs
-from ..io._staging import StagedDir
+from ..io import StagedDir, _fs
 from . import _process
 from ._args import check_path
 from ._callback import Callback, Logs

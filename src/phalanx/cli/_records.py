@@ -16,9 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..errors import DataLossError, ExampleParseError, FileSystemNotInstalledError
-from ..io import _fs
-from ..io._example import Example
-from ..io._tfrecord import TFRecordReader, guess_compression
+from ..io import Example, TFRecordReader, _fs, guess_compression
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DatasetArgumentError, DatasetTypeError, PaddingError, StructureMismatchError
-from ..io._composite import RaggedTensor, RaggedTensorSpec, SparseTensor, SparseTensorSpec
+from ..io import RaggedTensor, RaggedTensorSpec, SparseTensor, SparseTensorSpec
 from . import _index_batches as fp
 from . import _structure as st
 from ._dataset import Dataset, check_bool, check_positive

@@ -24,10 +24,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..errors import DatasetArgumentError, DatasetTypeError
-from ..io import _fs
-from ..io._csv import Column, columns, csv_format
-from ..io._csv_reader import CsvReader, text_rows
-from ..io._tfrecord import normalize_compression_type
+from ..io import Column, CsvReader, _fs, columns, csv_format, normalize_compression_type, text_rows
 from ._dataset import Dataset
 from ._options import AUTOTUNE, Options
 from ._record_datasets import FileBlocksIterator, _RecordFileDataset

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BatchShapeError, DatasetArgumentError, DatasetTypeError
-from ..io._composite import RaggedTensor, RaggedTensorSpec, SparseTensor, SparseTensorSpec
+from ..io import RaggedTensor, RaggedTensorSpec, SparseTensor, SparseTensorSpec
 from . import _structure as st
 from ._batch import _batched_cardinality, next_group
 from ._dataset import Dataset, check_bool, check_positive

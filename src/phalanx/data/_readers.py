@@ -15,12 +15,13 @@ from typing import Any
 import numpy as np
 
 from ..errors import DatasetTypeError
-from ..io._composite import RaggedTensorSpec, SparseTensorSpec
-from ..io._parse_example import (
+from ..io import (
     FixedLenFeature,
     FixedLenSequenceFeature,
     RaggedFeature,
+    RaggedTensorSpec,
     SparseFeature,
+    SparseTensorSpec,
     UniformRowLength,
     VarLenFeature,
     parse_example,

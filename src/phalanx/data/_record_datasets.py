@@ -32,9 +32,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import DatasetArgumentError, IteratorStateError
+from ..io import (
+    FixedLengthRecordReader,
+    RecordBlock,
+    TextLineReader,
+    TFRecordReader,
+    normalize_compression_type,
+)
 from ..io import _record_blocks as rb
-from ..io._lines_and_records import FixedLengthRecordReader, TextLineReader
-from ..io._tfrecord import RecordBlock, TFRecordReader, normalize_compression_type
 from ._dataset import Dataset
 from ._iterator import DatasetIterator
 from ._options import AUTOTUNE

@@ -22,7 +22,7 @@ from ..errors import (
     DatasetTypeError,
     StructureMismatchError,
 )
-from ..io._composite import (
+from ..io import (
     RaggedTensor,
     RaggedTensorSpec,
     SparseTensor,

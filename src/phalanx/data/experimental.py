@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DatasetArgumentError, DatasetTypeError
-from ..io._tfrecord import TFRecordWriter as _FileWriter
+from ..io import TFRecordWriter as _FileWriter
 from ._choose import choose_from_datasets as choose
 from ._choose import sample_from_datasets as sample
 from ._csv import CsvDataset as CsvDataset

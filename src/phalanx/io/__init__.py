@@ -35,6 +35,35 @@ from ._parse_example import parse_single_example as parse_single_example
 from ._tfrecord import TFRecordOptions as TFRecordOptions
 from ._tfrecord import TFRecordWriter as TFRecordWriter
 
+# isort: split
+# For phalanx's own packages (not public API, absent from __all__): the codecs' readers and
+# helpers that `phalanx.data` builds its file datasets on (and re-exports tf.io's Example
+# names from), the CSV columns, the callbacks' staged log writes, `phalanx records`'s reader.
+from ._composite import stack_rows as stack_rows
+from ._composite import stack_sparse as stack_sparse
+from ._csv import Column as Column
+from ._csv import columns as columns
+from ._csv import csv_format as csv_format
+from ._csv_reader import CsvReader as CsvReader
+from ._csv_reader import text_rows as text_rows
+from ._example import BytesList as BytesList
+from ._example import Example as Example
+from ._example import Feature as Feature
+from ._example import Features as Features
+from ._example import FloatList as FloatList
+from ._example import Int64List as Int64List
+from ._example import serialize_example as serialize_example
+from ._lines_and_records import FixedLengthRecordReader as FixedLengthRecordReader
+from ._lines_and_records import TextLineReader as TextLineReader
+from ._parse_example import UniformRowLength as UniformRowLength
+from ._staging import StagedDir as StagedDir
+from ._staging import StagedFile as StagedFile
+from ._tfrecord import RecordBlock as RecordBlock
+from ._tfrecord import TFRecordReader as TFRecordReader
+from ._tfrecord import guess_compression as guess_compression
+from ._tfrecord import normalize_compression_type as normalize_compression_type
+from ._tfrecord import tf_record_iterator as tf_record_iterator
+
 __all__ = [
     "FixedLenFeature",
     "FixedLenSequenceFeature",
