@@ -51,6 +51,11 @@ from ._more import poisson as poisson
 from ._more import squared_hinge as squared_hinge
 from ._more import tversky as tversky
 
+# isort: split
+# For phalanx's own packages (not public API, absent from __all__): the rank alignment of
+# labels and predictions that `phalanx.metrics` shares with the losses.
+from ._losses import squeeze_or_expand_to_same_rank as squeeze_or_expand_to_same_rank
+
 mse = MSE = mean_squared_error
 mae = MAE = mean_absolute_error
 mape = MAPE = mean_absolute_percentage_error

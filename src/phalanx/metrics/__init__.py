@@ -6,8 +6,8 @@ steps, so accumulating them inside a compiled, distributed step gives one
 device's value, AUC and precision included.
 """
 
-from ..losses._losses import mean_absolute_error as mean_absolute_error
-from ..losses._losses import mean_squared_error as mean_squared_error
+from ..losses import mean_absolute_error as mean_absolute_error
+from ..losses import mean_squared_error as mean_squared_error
 from ._accuracy import Accuracy as Accuracy
 from ._accuracy import BinaryAccuracy as BinaryAccuracy
 from ._accuracy import CategoricalAccuracy as CategoricalAccuracy

@@ -16,7 +16,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from ..losses._losses import mean_absolute_error, mean_squared_error, squeeze_or_expand_to_same_rank
+from ..losses import mean_absolute_error, mean_squared_error, squeeze_or_expand_to_same_rank
 from ._metric import MeanMetricWrapper
 
 

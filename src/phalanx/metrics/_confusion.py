@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..losses._losses import squeeze_or_expand_to_same_rank
+from ..losses import squeeze_or_expand_to_same_rank
 from ._metric import Metric, State, _broadcast_weight
 
 EPSILON = 1e-7

@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 
 from ..errors import StatefulAPIError
-from ..losses._losses import squeeze_or_expand_to_same_rank
+from ..losses import squeeze_or_expand_to_same_rank
 
 State = dict[str, jax.Array]
 

@@ -14,8 +14,7 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 
-from ..losses import _losses, _more
-from ..losses._losses import squeeze_or_expand_to_same_rank
+from ..losses import _losses, _more, squeeze_or_expand_to_same_rank
 from ._metric import Mean, MeanMetricWrapper, Metric, State, merge_states
 
 

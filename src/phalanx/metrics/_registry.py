@@ -8,8 +8,8 @@ from typing import Any
 from ..errors import CompileArgumentError, UnknownNameError
 from ..losses import _losses as losses_
 from ..losses import _more as more_losses
-from ..losses._losses import get as get_loss
-from ..losses._losses import mean_absolute_error, mean_squared_error
+from ..losses import get as get_loss
+from ..losses import mean_absolute_error, mean_squared_error
 from . import _accuracy as acc
 from . import _confusion, _more
 from ._confusion import AUC, Precision, Recall
