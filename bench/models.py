@@ -21,7 +21,7 @@ same load):
 
 For each it prints examples/s (wall time), examples per CPU-second (the
 process's CPU time, all threads: the steadier figure on a shared machine),
-the time from building the model to the first finished execution (compile
+the wall and CPU seconds from building the model to the first finished execution (compile
 included), the peak RSS of that part (``/proc/self/clear_refs`` resets the
 high-water mark between the parts) and phalanx / flax per CPU-second. The
 steady figures are the median epoch after the first, then the median over
@@ -112,6 +112,7 @@ class _Epochs:
 
     def __init__(self, start: float):
         self.start, self.times, self.first = start, [], None
+        self.cpu_start, self.first_cpu = time.process_time(), None
 
     def begin(self) -> None:
         self.t = _clocks()
@@ -122,6 +123,7 @@ class _Epochs:
     def step_done(self) -> None:
         if self.first is None:
             self.first = time.perf_counter() - self.start
+            self.first_cpu = time.process_time() - self.cpu_start
 
     def result(self, examples: int) -> dict:
         steady = self.times[1:] or self.times
@@ -129,6 +131,7 @@ class _Epochs:
             "wall": examples / statistics.median(t[0] for t in steady),
             "cpu": examples / statistics.median(t[1] for t in steady),
             "first_s": self.first,
+            "first_cpu_s": self.first_cpu,
             "rss_mb": _peak_rss_mb(),
         }
 
@@ -405,7 +408,7 @@ def main() -> None:
         cases = [c for c in cases if any(k in c["name"] for k in keys)]
     header = (
         f"{'workload':<20} {'framework':<8} {'ex/s':>9} {'ex/CPU-s':>9} {'first s':>8} "
-        f"{'RSS MB':>7} {'ph/flax':>8}"
+        f"{'1st CPU-s':>9} {'RSS MB':>7} {'ph/flax':>8}"
     )
     print(f"medians of {args.rounds} rounds; ph/flax: examples per CPU-second")
     print(header)
@@ -423,7 +426,8 @@ def main() -> None:
             cell = f"{ratio:>8.2f}" if fw == "phalanx" else ""
             print(
                 f"{case['name'] if fw == 'flax' else '':<20} {fw:<8} {m['wall']:>9,.0f} "
-                f"{m['cpu']:>9,.0f} {m['first_s']:>8.2f} {m['rss_mb']:>7,.0f} {cell}",
+                f"{m['cpu']:>9,.0f} {m['first_s']:>8.2f} {m['first_cpu_s']:>9.2f} "
+                f"{m['rss_mb']:>7,.0f} {cell}",
                 flush=True,
             )
     if args.json:
