@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1] / "src" / "phalanx"
 LIMITS = {
     "function-local imports": 105,
     "underscore probes": 15,
-    "private cross-package imports": 66,
+    "private cross-package imports": 38,
 }
 
 

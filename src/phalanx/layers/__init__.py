@@ -104,6 +104,33 @@ from ._reshaping import ZeroPadding3D as ZeroPadding3D
 from ._spectral_normalization import SpectralNormalization as SpectralNormalization
 from ._text_vectorization import TextVectorization as TextVectorization
 
+# isort: split
+# For phalanx's own packages (not public API, absent from __all__): what `models`, `train`
+# and `saving` build on -- the layer protocol's helpers, the symbolic tensors of functional
+# models, and the weights' views and Keras paths.
+from ._layer import Shape as Shape
+from ._layer import build_context as build_context
+from ._layer import count_params as count_params
+from ._layer import format_shape as format_shape
+from ._layer import is_traced as is_traced
+from ._layer import normalize_shape as normalize_shape
+from ._layer import output_mask as output_mask
+from ._layer import random_context as random_context
+from ._layer import shapes_match as shapes_match
+from ._layer import snake_case as snake_case
+from ._layer import takes_mask as takes_mask
+from ._symbolic import KerasTensor as KerasTensor
+from ._symbolic import Node as Node
+from ._symbolic import any_symbolic as any_symbolic
+from ._symbolic import is_symbolic as is_symbolic
+from ._weights import Weight as Weight
+from ._weights import claim as claim
+from ._weights import keras_path as keras_path
+from ._weights import lookup_path as lookup_path
+from ._weights import trainable_filter as trainable_filter
+from ._weights import weight_paths as weight_paths
+from ._weights import weight_views as weight_views
+
 # Keras's other names for the same classes (keras.layers.MaxPool2D is MaxPooling2D).
 AvgPool1D = AveragePooling1D
 AvgPool2D = AveragePooling2D
@@ -123,6 +150,7 @@ GlobalAvgPool2D = GlobalAveragePooling2D
 GlobalMaxPool1D = GlobalMaxPooling1D
 GlobalMaxPool2D = GlobalMaxPooling2D
 MaxPool2D = MaxPooling2D
+
 
 __all__ = [
     "Activation",

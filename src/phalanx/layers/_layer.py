@@ -126,7 +126,7 @@ def shapes_match(expected: Shape, received: Shape) -> bool:
     return all(e is None or r is None or e == r for e, r in zip(expected, received, strict=True))
 
 
-def _is_traced(x: Any) -> bool:
+def is_traced(x: Any) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
@@ -418,14 +418,14 @@ class Layer(Regularized, nnx.Module):
             return _symbolic.call_symbolic(self, x, args, kwargs, training=training)
         if not self.built:
             weightless = type(self)._build is Layer._build and self._keras_build is None
-            if not weightless and any(_is_traced(a) for a in jax.tree.leaves(x)):
+            if not weightless and any(is_traced(a) for a in jax.tree.leaves(x)):
                 raise NotBuiltError(
                     f"Layer '{self.name or snake_case(type(self).__name__)}' "
                     f"({type(self).__name__}) is not built and was called inside a jitted "
                     "function. Call layer.build(input_shape) (or the network's build) "
                     "before jit."
                 )
-            x = jax.tree.map(lambda a: a if _is_traced(a) else jnp.asarray(a), x)
+            x = jax.tree.map(lambda a: a if is_traced(a) else jnp.asarray(a), x)
             leaves = jax.tree.leaves(x)
             self._build_example(
                 self._build_shapes(x, *args, **kwargs),

@@ -31,7 +31,7 @@ _PRIORITY = {
 }
 
 
-def _paths(state: Any) -> list[str]:
+def weight_paths(state: Any) -> list[str]:
     leaves = jax.tree_util.tree_leaves_with_path(state)
     return [jax.tree_util.keystr(path) for path, _ in leaves]
 
@@ -85,7 +85,7 @@ def list_to_state(state: Any, values: list) -> Any:
             f"set_weights expected a list of {len(leaves)} arrays (the model's weights in "
             f"get_weights() order), got {len(values)}."
         )
-    paths = _paths(state)
+    paths = weight_paths(state)
     out: list[Any] = [None] * len(leaves)
     for position, i in enumerate(_keras_order(state)):
         old, new = leaves[i], np.asarray(values[position])
@@ -246,14 +246,14 @@ def _write(node: nnx.Module, values: nnx.State) -> None:
         owner._place_weights(node, values)
 
 
-def _lookup(root: nnx.Module, path: tuple) -> Any:
+def lookup_path(root: nnx.Module, path: tuple) -> Any:
     node = root
     for key in path:
         node = node[key] if isinstance(key, int) else getattr(node, key)
     return node
 
 
-def _keras_path(root: nnx.Module, path: tuple) -> str:
+def keras_path(root: nnx.Module, path: tuple) -> str:
     """``dense/kernel``: the names of the layers on the way, then Keras's weight name."""
     parts, node, norm = [], root, False
     if isinstance(root, Layer):
@@ -264,7 +264,7 @@ def _keras_path(root: nnx.Module, path: tuple) -> str:
             parts.append(node.name or type(node).__name__.lower())
         norm = norm or isinstance(node, nnx.BatchNorm | nnx.LayerNorm)
     leaf = str(path[-1])
-    given = _metadata(_lookup(root, path)).get("keras_name")
+    given = _metadata(lookup_path(root, path)).get("keras_name")
     if given is not None:  # add_weight(name=...)
         return "/".join([*parts, given])
     leaf = (_NORM_NAMES if norm else {}).get(leaf, _KERAS_NAMES.get(leaf, leaf))
@@ -282,8 +282,8 @@ def weight_views(root: nnx.Module) -> list[Weight]:
     views = []
     for i in order:
         path = by_leaf[leaf_paths[i]]
-        variable = _lookup(root, path)
-        views.append(Weight(root, path, variable, _keras_path(root, path), trained(path, variable)))
+        variable = lookup_path(root, path)
+        views.append(Weight(root, path, variable, keras_path(root, path), trained(path, variable)))
     trained = [w for w in views if w.trainable]
     return trained + [w for w in views if not w.trainable]
 

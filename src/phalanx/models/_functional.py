@@ -24,17 +24,20 @@ from flax import nnx
 
 from .._random import model_seed
 from ..errors import LayerShapeError, ModelStructureError, NotBuiltError
-from ..layers import _activations
-from ..layers._core import InputLayer
-from ..layers._layer import (
+from ..layers import (
+    InputLayer,
+    KerasTensor,
     Layer,
+    Node,
+    _activations,
+    any_symbolic,
     format_shape,
+    is_symbolic,
     output_mask,
     shapes_match,
     snake_case,
     takes_mask,
 )
-from ..layers._symbolic import KerasTensor, Node, any_symbolic, is_symbolic
 from ..losses._logits import Logits
 from ._keras_config import keras_graph
 from ._summary import format_summary

@@ -20,8 +20,8 @@ from typing import Any
 
 from flax import nnx
 
-from ..layers._layer import Layer
-from ..layers._weights import (
+from ..layers import (
+    Layer,
     Weight,
     claim,
     weight_views,

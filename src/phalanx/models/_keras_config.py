@@ -13,9 +13,7 @@ from typing import Any
 import jax
 
 from ..errors import KerasFileError
-from ..layers._core import InputLayer
-from ..layers._layer import Layer
-from ..layers._symbolic import is_symbolic
+from ..layers import InputLayer, Layer, is_symbolic
 from . import _subclassed
 
 # phalanx-only arguments (not Keras's) that a layer's config must not carry.

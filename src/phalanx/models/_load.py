@@ -17,8 +17,7 @@ from typing import Any
 
 from .. import layers as _layers
 from ..errors import KerasFileError
-from ..layers._core import Input
-from ..layers._layer import Layer
+from ..layers import Input, Layer
 from ..models._model import Model
 from ..models._sequential import Sequential
 from ..saving import _archive

@@ -16,8 +16,7 @@ from typing import Any
 import jax
 
 from ..errors import ModelStructureError
-from ..layers._layer import Layer, normalize_shape
-from ..layers._symbolic import any_symbolic
+from ..layers import Layer, any_symbolic, normalize_shape
 
 
 class NestedModel(Layer):

@@ -45,22 +45,23 @@ from flax import nnx
 
 from .._random import model_seed
 from ..errors import LayerShapeError, ModelArgumentError, NotBuiltError
-from ..layers import _activations
-from ..layers._core import Dense, InputLayer
-from ..layers._layer import (
+from ..layers import (
+    Dense,
+    Flatten,
+    GlobalAveragePooling2D,
+    InputLayer,
     Layer,
     Shape,
-    _is_traced,
+    _activations,
     format_shape,
+    is_symbolic,
+    is_traced,
     normalize_shape,
     output_mask,
     shapes_match,
     snake_case,
     takes_mask,
 )
-from ..layers._pooling import GlobalAveragePooling2D
-from ..layers._reshaping import Flatten
-from ..layers._symbolic import is_symbolic
 from ..losses import _losses
 from ..losses._logits import Logits
 from ..regularizers import _regularizers
@@ -297,7 +298,7 @@ class Sequential(nnx.Module):
           LayerShapeError: ``x`` does not have the shape or dtype the network takes.
         """
         if not self.built:
-            if _is_traced(x):
+            if is_traced(x):
                 raise NotBuiltError(
                     f"Sequential '{self.name}' is not built and was called inside a jitted "
                     "function. Call build(input_shape) before jit."

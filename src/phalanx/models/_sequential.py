@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ..errors import ModelArgumentError
-from ..layers._layer import Layer
+from ..layers import Layer
 from ._model import Model, _per_example
 from ._network import Sequential as _Network
 

@@ -44,8 +44,7 @@ from flax import nnx
 
 from .._random import model_seed
 from ..errors import NotBuiltError
-from ..layers._layer import Layer, build_context, count_params, random_context
-from ..layers._weights import claim
+from ..layers import Layer, build_context, claim, count_params, random_context
 from ._summary import format_summary
 
 _BASE_ATTRIBUTES: set[str] | None = None

@@ -13,8 +13,7 @@ import jax
 import numpy as np
 from flax import nnx
 
-from ..layers._layer import format_shape
-from ..layers._weights import trainable_filter
+from ..layers import format_shape, trainable_filter
 from ..train._memory import _bytes, readable_size
 
 if TYPE_CHECKING:

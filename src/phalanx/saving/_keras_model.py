@@ -47,7 +47,7 @@ import numpy as np
 
 from ..errors import KerasFileError
 from ..io import _fs
-from ..layers._layer import Layer, snake_case
+from ..layers import Layer, snake_case
 from . import _compile_config as _keras_compile
 from . import _keras_optimizer
 

@@ -28,7 +28,7 @@ import numpy as np
 from ..cluster import _kv
 from ..errors import WeightsFileError
 from ..io import _fs
-from ..layers._weights import _paths
+from ..layers import weight_paths
 
 _SAVES = itertools.count()
 SAVE_TIMEOUT_S = 300.0
@@ -65,11 +65,15 @@ def save(path: str | os.PathLike, state: Any) -> Path | str:
     if local is None:
         with _fs.atomic_write(path) as f:
             leaves = jax.tree.leaves(state)
-            np.savez(f, **{p: np.asarray(x) for p, x in zip(_paths(state), leaves, strict=True)})
+            np.savez(
+                f, **{p: np.asarray(x) for p, x in zip(weight_paths(state), leaves, strict=True)}
+            )
         return path
     path = Path(local)
     _make_parent(path)
-    arrays = {p: np.asarray(x) for p, x in zip(_paths(state), jax.tree.leaves(state), strict=True)}
+    arrays = {
+        p: np.asarray(x) for p, x in zip(weight_paths(state), jax.tree.leaves(state), strict=True)
+    }
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -119,7 +123,7 @@ def load(path: str | os.PathLike, state: Any) -> Any:
             f"{str(path)!r} is a directory, not a weights file; give the .npz file that "
             "save_weights wrote."
         )
-    paths = _paths(state)
+    paths = weight_paths(state)
     leaves, treedef = jax.tree.flatten(state)
     expected = {p: leaf for p, leaf in zip(paths, leaves, strict=True)}
     try:

@@ -28,7 +28,7 @@ import flax.nnx as nnx
 import jax
 import numpy as np
 
-from ..layers._weights import trainable_filter
+from ..layers import trainable_filter
 from . import _model_parallel
 from .data_adapters._checks import FitInputError
 

@@ -25,7 +25,7 @@ import flax.nnx as nnx
 
 from ..distribute._layout import PATH_METADATA
 from ..errors import LayoutError
-from ..layers._weights import _keras_path, _lookup
+from ..layers import keras_path, lookup_path
 from . import _programs as _sharded
 from . import _step
 
@@ -39,8 +39,8 @@ def annotate_paths(strategy, module: nnx.Module) -> None:
     keras_paths = []
     for path, _ in nnx.to_flat_state(nnx.state(module, nnx.Param)):
         path = tuple(path)
-        keras_paths.append(_keras_path(module, path))
-        _lookup(module, path).set_metadata(**{PATH_METADATA: keras_paths[-1]})
+        keras_paths.append(keras_path(module, path))
+        lookup_path(module, path).set_metadata(**{PATH_METADATA: keras_paths[-1]})
     _warn_unmatched(strategy.layout_map, keras_paths)
 
 

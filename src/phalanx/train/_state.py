@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from flax import nnx
 
-from ..layers._layer import count_params
+from ..layers import count_params
 
 #: The nnx filter of trainable weights (Keras's ``trainable_weights``).
 TRAINABLE = nnx.Param

@@ -38,7 +38,7 @@ from ..errors import (
     NotCompiledError,
     ScopeError,
 )
-from ..layers._weights import trainable_filter
+from ..layers import trainable_filter
 from ..regularizers import _regularizers
 from . import _first_batch, _loop, _memory, _model_parallel, _multi_output, _override, _step
 from . import _position as _checkpointing
