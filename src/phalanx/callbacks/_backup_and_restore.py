@@ -8,9 +8,15 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..checkpoint import Checkpoint, CheckpointManager, PreemptionCheckpointHandler
-from ..checkpoint._io import as_path, is_checkpoint, is_remote
-from ..checkpoint._preemption import check_termination_config
+from ..checkpoint import (
+    Checkpoint,
+    CheckpointManager,
+    PreemptionCheckpointHandler,
+    as_path,
+    check_termination_config,
+    is_checkpoint,
+    is_remote,
+)
 from ..errors import CallbackArgumentError, CheckpointError, CheckpointMismatchError
 from . import _process
 from ._args import check_path

@@ -6,8 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..checkpoint import Checkpoint
-from ..checkpoint._io import as_path
+from ..checkpoint import Checkpoint, as_path
 from ..errors import CallbackArgumentError, WeightsFileError
 from ..io import _fs
 from ..saving._keras_model import require_h5py

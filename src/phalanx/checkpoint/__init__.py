@@ -28,6 +28,15 @@ from ._preemption import PreemptionCheckpointHandler as PreemptionCheckpointHand
 from ._termination import TerminationConfig as TerminationConfig
 from ._termination import gce_termination_watcher as gce_termination_watcher
 
+# isort: split
+# For phalanx's own packages (not public API, absent from __all__): checkpoint paths,
+# manifests and the preemption exit code that callbacks, the trainer and the CLI share.
+from ._io import as_path as as_path
+from ._io import is_checkpoint as is_checkpoint
+from ._io import is_remote as is_remote
+from ._manifest import check_manifest as check_manifest
+from ._preemption import check_termination_config as check_termination_config
+
 __all__ = [
     "RESTARTABLE_EXIT_CODE",
     "Checkpoint",

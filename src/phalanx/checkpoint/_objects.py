@@ -52,7 +52,7 @@ import numpy as np
 from flax import nnx
 
 from ..cluster import _kv
-from ..data._iterator import STATE_FORMAT, share_why
+from ..data import STATE_FORMAT, share_why
 from ..errors import CheckpointError, CheckpointMismatchError
 from ._manifest import check_manifest
 

@@ -26,9 +26,8 @@ import shutil
 import sys
 import time
 
-from ..checkpoint._preemption import RESTARTABLE_EXIT_CODE
-from ..cluster._launcher import LaunchSpec, launch
-from ..cluster._resolver import split_address
+from ..checkpoint import RESTARTABLE_EXIT_CODE
+from ..cluster import LaunchSpec, launch, split_address
 from ..errors import ClusterConfigError
 
 

@@ -20,9 +20,8 @@ import subprocess
 import sys
 import time
 
-from ..checkpoint._preemption import RESTARTABLE_EXIT_CODE
-from ..cluster._cpu import CPU_DEVICES_ENV
-from ..cluster._launcher import TIMEOUT_EXIT
+from ..checkpoint import RESTARTABLE_EXIT_CODE
+from ..cluster import CPU_DEVICES_ENV, TIMEOUT_EXIT
 from . import _launch
 
 _HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"

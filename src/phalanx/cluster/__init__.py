@@ -40,6 +40,14 @@ from ._tpu import TPUClusterResolver as TPUClusterResolver
 from ._watchdog import Watchdog as Watchdog
 from ._watchdog import watchdog as watchdog
 
+# isort: split
+# For phalanx's own packages (not public API, absent from __all__): the local launcher
+# that `phalanx launch`/`run` drive.
+from ._launcher import TIMEOUT_EXIT as TIMEOUT_EXIT
+from ._launcher import LaunchSpec as LaunchSpec
+from ._launcher import launch as launch
+from ._resolver import split_address as split_address
+
 __all__ = [
     "CPU_DEVICES_ENV",
     "ClusterResolver",

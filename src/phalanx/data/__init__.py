@@ -46,6 +46,15 @@ from ._sources import FileSourceDataset as FileSourceDataset
 from ._structure import NoneTensorSpec as NoneTensorSpec
 from ._structure import TensorSpec as TensorSpec
 
+# isort: split
+# For phalanx's own packages (not public API, absent from __all__): the iterator protocol
+# and its saved state, background read-ahead, element specs.
+from ._iterator import STATE_FORMAT as STATE_FORMAT
+from ._iterator import DatasetIterator as DatasetIterator
+from ._iterator import new_root_seed as new_root_seed
+from ._iterator import share_why as share_why
+from ._prefetch import background as background
+
 __all__ = [
     "AUTOTUNE",
     "INFINITE_CARDINALITY",

@@ -35,6 +35,18 @@ from ._tpu import TPUStrategy as TPUStrategy
 from ._values import Mirrored as Mirrored
 from ._values import PerReplica as PerReplica
 
+# isort: split
+# For phalanx's own packages (not public API, absent from __all__): placement of host
+# arrays on the devices, the layout metadata, run's varying-value checks.
+from ._layout import PATH_METADATA as PATH_METADATA
+from ._one_device import DefaultStrategy as DefaultStrategy
+from ._placement import HostBuffer as HostBuffer
+from ._placement import host_array as host_array
+from ._placement import put as put
+from ._placement import put_resident as put_resident
+from ._run import check_vma as check_vma
+from ._run import is_varying as is_varying
+
 __all__ = [
     "cluster_resolver",
     "experimental",

@@ -43,9 +43,9 @@ _default: dict[str, Any] = {}
 
 def _default_strategy() -> Strategy:
     if "strategy" not in _default:
-        from ._one_device import _DefaultStrategy
+        from ._one_device import DefaultStrategy
 
-        _default["strategy"] = _DefaultStrategy()
+        _default["strategy"] = DefaultStrategy()
     return _default["strategy"]
 
 

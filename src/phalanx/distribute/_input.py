@@ -50,10 +50,7 @@ from typing import TYPE_CHECKING, Any
 import jax
 import numpy as np
 
-from ..data import Dataset, auto_shard, with_input_shard
-from ..data._iterator import DatasetIterator
-from ..data._prefetch import background
-from ..data._structure import TensorSpec
+from ..data import Dataset, DatasetIterator, TensorSpec, auto_shard, background, with_input_shard
 from ..errors import (
     BatchNotDivisibleError,
     DistributedInputError,
@@ -690,7 +687,7 @@ def _shared_seed() -> int:
     """A random seed that every process agrees on (process 0's, broadcast)."""
     from jax.experimental import multihost_utils
 
-    from ..data._iterator import new_root_seed
+    from ..data import new_root_seed
 
     mine = np.asarray(new_root_seed() % (2**31 - 1), np.int32)
     return int(multihost_utils.broadcast_one_to_all(mine))

@@ -35,7 +35,7 @@ class OneDeviceStrategy(Strategy):
         return self.devices[0]
 
 
-class _DefaultStrategy(OneDeviceStrategy):
+class DefaultStrategy(OneDeviceStrategy):
     """The strategy current outside any ``scope()``: one replica, like TensorFlow's default."""
 
     def __repr__(self) -> str:

@@ -45,8 +45,8 @@ import jax
 import numpy as np
 
 from ..mixed_precision import _policy
+from ..optimizers import MovingAverageState
 from ..optimizers import _optimizers as o
-from ..optimizers._options import MovingAverageState
 
 
 class _Slot(NamedTuple):

@@ -23,8 +23,7 @@ from .. import optimizers as _optimizers
 from ..constraints import _constraints
 from ..errors import CompileArgumentError
 from ..mixed_precision import _policy as _mixed_precision
-from ..optimizers._keras_scalars import KerasFloat, KerasInt
-from ..optimizers._options import moving_average_of
+from ..optimizers import KerasFloat, KerasInt, moving_average_of
 from . import _multi_output
 from ._override import PartOptimizers
 

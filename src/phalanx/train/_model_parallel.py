@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import flax.nnx as nnx
 
-from ..distribute._layout import PATH_METADATA
+from ..distribute import PATH_METADATA
 from ..errors import LayoutError
 from ..layers import keras_path, lookup_path
 from . import _programs as _sharded

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from ..checkpoint._manifest import check_manifest
+from ..checkpoint import check_manifest
 from ..errors import CheckpointMismatchError
 
 

@@ -39,7 +39,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from .. import _compilation_cache
-from ..distribute._placement import put
+from ..distribute import put
 from ..mixed_precision import _policy as _mixed_precision
 from . import _step
 

@@ -44,7 +44,7 @@ from jax.sharding import PartitionSpec as P
 
 from .. import _compilation_cache
 from ..constraints import _constraints
-from ..distribute._run import check_vma, is_varying
+from ..distribute import check_vma, is_varying
 from ..mixed_precision import _policy as _mixed_precision
 from ..regularizers import _regularizers
 

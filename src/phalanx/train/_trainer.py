@@ -30,7 +30,7 @@ import numpy as np
 from .. import optimizers as _optimizers
 from .._random import model_seed
 from ..constraints import _constraints
-from ..distribute import get_strategy
+from ..distribute import DefaultStrategy, get_strategy
 from ..errors import (
     CompileArgumentError,
     LabelOutOfRangeError,
@@ -186,11 +186,9 @@ class Trainer(StatelessMethods):
         current = get_strategy()
         if current is self._strategy:
             return
-        from ..distribute._one_device import _DefaultStrategy
-
-        if isinstance(current, _DefaultStrategy):
+        if isinstance(current, DefaultStrategy):
             return  # compiled outside any scope: keep the model's own strategy
-        if isinstance(self._strategy, _DefaultStrategy):
+        if isinstance(self._strategy, DefaultStrategy):
             log.info(
                 "phalanx: moving model %r onto %r (created outside its scope).", self.name, current
             )
@@ -214,9 +212,7 @@ class Trainer(StatelessMethods):
         current = get_strategy()
         if current is self._strategy:
             return
-        from ..distribute._one_device import _DefaultStrategy
-
-        if isinstance(current, _DefaultStrategy):
+        if isinstance(current, DefaultStrategy):
             return
         same_repr = (
             " (another object with the same devices)"

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 import jax
 
-from ...distribute._placement import HostBuffer
+from ...distribute import HostBuffer
 from ...errors import FitInputError
 
 

@@ -22,8 +22,7 @@ import jax
 import numpy as np
 
 from ...errors import FitInputError
-from ...optimizers import _schedules
-from ...optimizers._learning_rate import schedule_count
+from ...optimizers import _schedules, schedule_count
 
 _NUMERIC_KINDS = "biufc"
 

@@ -12,7 +12,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ...distribute._placement import host_array, put, put_resident
+from ...distribute import host_array, put, put_resident
 from ...errors import BatchNotDivisibleError, FitInputError
 
 RESIDENT_LIMIT_BYTES = 2 << 30

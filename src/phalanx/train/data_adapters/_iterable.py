@@ -12,10 +12,9 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from ...data import Dataset
+from ...data import Dataset, background
 from ...data import _index_batches as fp
 from ...data import _structure as st
-from ...data._prefetch import background
 from ...errors import FitInputError, MissingTargetsError
 from ._buffers import _BufferPool
 from ._checks import check_batch_rows, check_batched

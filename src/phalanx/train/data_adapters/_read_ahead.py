@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ...data._prefetch import background
+from ...data import background
 
 JOIN_S = 10.0  # how long ``drop`` waits for the thread to finish the batch it reads
 
