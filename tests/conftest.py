@@ -10,14 +10,6 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 _flag = "--xla_force_host_platform_device_count=8"
 if _flag not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _flag).strip()
-# XLA:CPU compiles without LLVM's optimisation passes: the suite's programs are tiny and
-# compiled once or twice each, so compiling dominates running them; these flags cut the
-# suite's CPU time by about a third (the values are the same: no fast-math, and XLA's own
-# HLO passes still run). An optimisation level the caller set is used as given.
-if "--xla_backend_optimization_level" not in os.environ["XLA_FLAGS"]:
-    os.environ["XLA_FLAGS"] += (
-        " --xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
-    )
 
 # One persistent compilation cache per test process (and the subprocesses it starts, which
 # inherit the variable): the suite builds the same small models in hundreds of tests, and
