@@ -21,6 +21,7 @@ one-device programs that TensorFlow writes with them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -31,7 +32,7 @@ from ..cluster import DeviceSpec, resolve_device
 from ..errors import DatasetArgumentError, DatasetTypeError
 from . import _structure as st
 from ._dataset import Dataset
-from ._iterator import DatasetIterator
+from ._map import _MapIterator
 
 
 def _device(spec: Any, function: str, argument: str) -> jax.Device:
@@ -64,31 +65,15 @@ class CopyToDeviceDataset(Dataset):
         self._input, self._device = input_dataset, device
 
     def _iterator(self, ctx):
-        return _CopyToDeviceIterator(self._input._iterator(ctx), self._device)
+        device = self._device
+        place = functools.partial(st.map_structure, lambda leaf: _on_device(leaf, device))
+        return _MapIterator(self._input._iterator(ctx), place)
 
     def _cardinality(self) -> int:
         return self._input._cardinality()
 
     def _compute_spec(self):
         return st.map_structure(_placed_spec, self._input.element_spec)
-
-
-class _CopyToDeviceIterator(DatasetIterator):
-    def __init__(self, child: DatasetIterator, device: jax.Device):
-        self.child, self.device = child, device
-
-    def __next__(self):
-        element = next(self.child)
-        return st.map_structure(lambda leaf: _on_device(leaf, self.device), element)
-
-    def children(self):
-        return [self.child]
-
-    def get_state(self):
-        return {"child": self.child.get_state()}
-
-    def set_state(self, state):
-        self.child.set_state(state["child"])
 
 
 def copy_to_device(
