@@ -65,7 +65,7 @@ def token_rows(data: Any) -> list:
 class IndexLookup(Layer):
     """The shared mechanism of ``StringLookup`` and ``IntegerLookup`` (see there)."""
 
-    _runs_on_host = True
+    runs_on_host = True
 
     def __init__(
         self,

@@ -194,7 +194,7 @@ class Layer(Regularized, nnx.Module):
     _phalanx_layer = True
     #: True for a layer that runs on the host only (strings: ``TextVectorization``,
     #: ``StringLookup``); a model holding one refuses to run (`phalanx.models.Model`).
-    _runs_on_host = False
+    runs_on_host = False
 
     def __init_subclass__(cls, **kwargs: Any):
         super().__init_subclass__(**kwargs)

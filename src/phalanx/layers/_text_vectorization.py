@@ -86,7 +86,7 @@ class TextVectorization(Layer):
       ['', '[UNK]', 'earth', 'wind', 'and', 'fire']
     """
 
-    _runs_on_host = True
+    runs_on_host = True
 
     def __init__(
         self,

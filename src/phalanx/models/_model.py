@@ -27,6 +27,7 @@ import numpy as np
 from ..distribute import Strategy, get_strategy
 from ..errors import KerasFileError, LayerArgumentError, WeightsFileError, WeightsFileExistsError
 from ..io import _fs
+from ..layers import Layer
 from ..layers import _weights as _layer_weights
 from ..regularizers import _regularizers
 from ..saving import _keras_model as _keras_files
@@ -194,7 +195,7 @@ class Model(Trainer, ModelIntrospection):
         host = [
             layer.name or type(layer).__name__
             for layer in held
-            if getattr(layer, "_runs_on_host", False)
+            if isinstance(layer, Layer) and layer.runs_on_host
         ]
         if host:
             raise LayerArgumentError(
