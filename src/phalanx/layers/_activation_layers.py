@@ -15,8 +15,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from .. import regularizers
 from ..errors import LayerArgumentError
-from ..regularizers import _regularizers
 from . import _args, _initializers
 from ._layer import Layer, Shape
 
@@ -261,7 +261,7 @@ class PReLU(Layer):
         _args.keep_constraints(self, alpha_constraint=alpha_constraint)
         _initializers.get(alpha_initializer)
         self.alpha_initializer = alpha_initializer
-        self.alpha_regularizer = _regularizers.get(alpha_regularizer)
+        self.alpha_regularizer = regularizers.get(alpha_regularizer)
         if shared_axes is None:
             self.shared_axes = None
         else:

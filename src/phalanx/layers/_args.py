@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from .. import regularizers
 from ..constraints import _constraints
 from ..errors import LayerArgumentError
-from ..regularizers import _regularizers
 from . import _activations, _initializers
 
 
@@ -98,9 +98,9 @@ def keep_kernel_arguments(
     layer.use_bias = use_bias
     layer.kernel_initializer = kernel_initializer
     layer.bias_initializer = bias_initializer
-    layer.kernel_regularizer = _regularizers.get(kernel_regularizer)
-    layer.bias_regularizer = _regularizers.get(bias_regularizer)
-    layer.activity_regularizer = _regularizers.get(activity_regularizer)
+    layer.kernel_regularizer = regularizers.get(kernel_regularizer)
+    layer.bias_regularizer = regularizers.get(bias_regularizer)
+    layer.activity_regularizer = regularizers.get(activity_regularizer)
 
 
 def keep_constraints(layer: Any, **constraints: Any) -> None:

@@ -23,8 +23,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from .. import regularizers
 from ..errors import LayerArgumentError
-from ..regularizers import _regularizers
 from . import _args as _layer_args
 from . import _initializers
 from ._args import positive_int
@@ -150,9 +150,9 @@ class MultiHeadAttention(Layer):
         self.kernel_initializer = kernel_initializer
         self.bias_initializer = bias_initializer
         self.seed = seed
-        self.kernel_regularizer = _regularizers.get(kernel_regularizer)
-        self.bias_regularizer = _regularizers.get(bias_regularizer)
-        self.activity_regularizer = _regularizers.get(activity_regularizer)
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.activity_regularizer = regularizers.get(activity_regularizer)
         self.projections = nnx.data(None)
 
     @property

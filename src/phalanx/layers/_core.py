@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import jax.numpy as jnp
 from flax import nnx
 
-from ..regularizers import _regularizers
+from .. import regularizers
 from . import _activations, _initializers
 from . import _args as _layer_args
 from ._args import positive_int
@@ -286,8 +286,8 @@ class Embedding(Layer):
         self.output_dim = positive_int("Embedding", "output_dim", output_dim, "Embedding(1000, 64)")
         _initializers.get(embeddings_initializer)  # fail now on an unknown name
         self.embeddings_initializer = embeddings_initializer
-        self.embeddings_regularizer = _regularizers.get(embeddings_regularizer)
-        self.activity_regularizer = _regularizers.get(activity_regularizer)
+        self.embeddings_regularizer = regularizers.get(embeddings_regularizer)
+        self.activity_regularizer = regularizers.get(activity_regularizer)
         self.mask_zero = bool(mask_zero)
         self.embed = nnx.data(None)
 

@@ -15,8 +15,8 @@ from typing import Any
 import jax.numpy as jnp
 from jax import lax
 
+from .. import regularizers
 from ..errors import LayerArgumentError
-from ..regularizers import _regularizers
 from . import _activations, _initializers
 from ._args import keep_constraints, positive_int
 from ._convolutional import (
@@ -79,7 +79,7 @@ class _DepthwiseBase(Layer):
     def _keep(self, what: str, initializer: Any, regularizer: Any) -> None:
         _initializers.get(initializer)
         setattr(self, f"{what}_initializer", initializer)
-        setattr(self, f"{what}_regularizer", _regularizers.get(regularizer))
+        setattr(self, f"{what}_regularizer", regularizers.get(regularizer))
 
     def _check_input_shape(self, input_shape: Shape) -> None:
         self._require_rank(input_shape, self.rank + 1, self._layout)
@@ -174,7 +174,7 @@ class DepthwiseConv(_DepthwiseBase):
         self.activation, self.use_bias = activation, bool(use_bias)
         self._keep("depthwise", depthwise_initializer, depthwise_regularizer)
         self._keep("bias", bias_initializer, bias_regularizer)
-        self.activity_regularizer = _regularizers.get(activity_regularizer)
+        self.activity_regularizer = regularizers.get(activity_regularizer)
 
     def compute_output_shape(self, input_shape: Shape) -> Shape:
         channels = input_shape[-1]
@@ -248,7 +248,7 @@ class SeparableConv(_DepthwiseBase):
         self._keep("depthwise", depthwise_initializer, depthwise_regularizer)
         self._keep("pointwise", pointwise_initializer, pointwise_regularizer)
         self._keep("bias", bias_initializer, bias_regularizer)
-        self.activity_regularizer = _regularizers.get(activity_regularizer)
+        self.activity_regularizer = regularizers.get(activity_regularizer)
 
     def compute_output_shape(self, input_shape: Shape) -> Shape:
         return (*self._spatial(input_shape), self.filters)

@@ -60,7 +60,7 @@ from .._random import model_seed
 from ..constraints import _constraints
 from ..errors import LayerArgumentError, LayerShapeError, NotBuiltError
 from ..mixed_precision import _policy as _mixed_precision
-from ..regularizers._regularizers import Regularized
+from ..regularizers import Regularized
 from . import _activations
 from ._keras_protocol import (
     _BUILDING,

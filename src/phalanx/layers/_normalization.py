@@ -22,8 +22,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from .. import regularizers
 from ..errors import LayerArgumentError
-from ..regularizers import _regularizers
 from . import _initializers
 from ._args import keep_constraints
 from ._layer import Layer, Shape, format_shape
@@ -119,8 +119,8 @@ class BatchNormalization(_Normalization):
         input_shape: Any = None,
     ):
         super().__init__(name=name, input_shape=input_shape)
-        self.beta_regularizer = _regularizers.get(beta_regularizer)
-        self.gamma_regularizer = _regularizers.get(gamma_regularizer)
+        self.beta_regularizer = regularizers.get(beta_regularizer)
+        self.gamma_regularizer = regularizers.get(gamma_regularizer)
         keep_constraints(self, beta_constraint=beta_constraint, gamma_constraint=gamma_constraint)
         if synchronized and axis_name is None:
             raise LayerArgumentError(
@@ -208,8 +208,8 @@ class LayerNormalization(_Normalization):
         input_shape: Any = None,
     ):
         super().__init__(name=name, input_shape=input_shape)
-        self.beta_regularizer = _regularizers.get(beta_regularizer)
-        self.gamma_regularizer = _regularizers.get(gamma_regularizer)
+        self.beta_regularizer = regularizers.get(beta_regularizer)
+        self.gamma_regularizer = regularizers.get(gamma_regularizer)
         keep_constraints(self, beta_constraint=beta_constraint, gamma_constraint=gamma_constraint)
         self.axis = _axis("LayerNormalization", axis)
         self.epsilon = float(epsilon)
@@ -319,8 +319,8 @@ class GroupNormalization(Layer):
         self.center, self.scale = bool(center), bool(scale)
         _initializers.get(beta_initializer), _initializers.get(gamma_initializer)
         self.beta_initializer, self.gamma_initializer = beta_initializer, gamma_initializer
-        self.beta_regularizer = _regularizers.get(beta_regularizer)
-        self.gamma_regularizer = _regularizers.get(gamma_regularizer)
+        self.beta_regularizer = regularizers.get(beta_regularizer)
+        self.gamma_regularizer = regularizers.get(gamma_regularizer)
 
     def _check_input_shape(self, input_shape: Shape) -> None:
         if _feature_axis(self, self.axis, input_shape) != len(input_shape):

@@ -21,8 +21,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from .. import regularizers
 from ..errors import LayerArgumentError, NotBuiltError
-from ..regularizers import _regularizers
 from ._layer import Layer, Shape, format_shape, snake_case
 from ._recurrent_cells import GRUCell, LSTMCell, SimpleRNNCell, _Cell
 
@@ -119,7 +119,7 @@ class RNN(Layer):
         self.stateful = bool(stateful)
         self.unroll = bool(unroll)
         self.zero_output_for_mask = bool(zero_output_for_mask)
-        self.activity_regularizer = _regularizers.get(activity_regularizer)
+        self.activity_regularizer = regularizers.get(activity_regularizer)
         self.states = nnx.data(None)
 
     # -- shapes ---------------------------------------------------------------------

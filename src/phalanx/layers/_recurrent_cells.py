@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from ..regularizers import _regularizers
+from .. import regularizers
 from . import _activations, _args, _initializers
 from ._layer import Layer, Shape
 
@@ -102,7 +102,7 @@ class _Cell(Layer):
         )
         _initializers.get(recurrent_initializer)
         self.recurrent_initializer = recurrent_initializer
-        self.recurrent_regularizer = _regularizers.get(recurrent_regularizer)
+        self.recurrent_regularizer = regularizers.get(recurrent_regularizer)
         self.dropout = _dropout_rate(owner, "dropout", dropout)
         self.recurrent_dropout = _dropout_rate(owner, "recurrent_dropout", recurrent_dropout)
         self.seed = seed

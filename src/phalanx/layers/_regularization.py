@@ -16,7 +16,7 @@ import jax
 from flax import nnx
 
 from ..errors import LayerArgumentError
-from ..regularizers._regularizers import L1L2
+from ..regularizers import L1L2
 from . import _args as _layer_args
 from ._layer import Layer, Shape, format_shape, normalize_shape
 

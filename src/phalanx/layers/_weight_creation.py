@@ -16,9 +16,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from .. import regularizers
 from ..constraints import _constraints
 from ..errors import LayerArgumentError
-from ..regularizers import _regularizers
 from . import _initializers
 
 _ORDER = itertools.count()
@@ -86,7 +86,7 @@ def add_weight(
     metadata: dict[str, Any] = {"keras_order": next(_ORDER)}
     if name is not None:
         metadata["keras_name"] = str(name)
-    reg = _regularizers.get(regularizer)
+    reg = regularizers.get(regularizer)
     if reg is not None:
         metadata["regularizer"] = reg
     if constraint is not None:  # fit projects the weight after each update (trainable only)

@@ -24,12 +24,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import regularizers
 from ..distribute import Strategy, get_strategy
 from ..errors import KerasFileError, LayerArgumentError, WeightsFileError, WeightsFileExistsError
 from ..io import _fs
 from ..layers import Layer
 from ..layers import _weights as _layer_weights
-from ..regularizers import _regularizers
 from ..saving import _keras_model as _keras_files
 from ..saving import _npz as _weights
 from ..train import _memory, _step
@@ -321,7 +321,7 @@ class Model(Trainer, ModelIntrospection):
         """
         if not self.built:
             return []
-        return _regularizers.losses(self.module)
+        return regularizers.losses(self.module)
 
     def count_params(self) -> int:
         """The number of weights."""

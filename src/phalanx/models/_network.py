@@ -43,6 +43,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from .. import regularizers
 from .._random import model_seed
 from ..errors import LayerShapeError, ModelArgumentError, NotBuiltError
 from ..layers import (
@@ -64,7 +65,6 @@ from ..layers import (
 )
 from ..losses import _losses
 from ..losses._logits import Logits
-from ..regularizers import _regularizers
 from ._summary import format_summary
 
 
@@ -328,8 +328,8 @@ class Sequential(nnx.Module):
     @property
     def losses(self) -> list[jax.Array]:
         """Keras's ``losses``: the layers' activity penalties of the last call, then their
-        weight penalties (float32 scalars; see `phalanx.regularizers._regularizers`)."""
-        return _regularizers.losses(self)
+        weight penalties (float32 scalars; see `phalanx.regularizers`)."""
+        return regularizers.losses(self)
 
     def count_params(self) -> int:
         """Returns the number of weights (trainable plus non-trainable), as Keras."""

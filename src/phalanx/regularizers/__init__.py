@@ -13,6 +13,15 @@ from ._regularizers import Regularizer as Regularizer
 from ._regularizers import get as get
 from ._regularizers import serialize as serialize
 
+# isort: split
+# For phalanx's own packages (not public API, absent from __all__): the weight and
+# activity penalties that layers collect and the trainer adds to the loss.
+from ._regularizers import Regularized as Regularized
+from ._regularizers import has_regularizers as has_regularizers
+from ._regularizers import losses as losses
+from ._regularizers import pop_activity as pop_activity
+from ._regularizers import weight_losses as weight_losses
+
 l1 = L1
 l2 = L2
 l1_l2 = L1L2

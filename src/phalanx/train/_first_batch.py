@@ -18,8 +18,8 @@ import flax.nnx as nnx
 import jax
 import numpy as np
 
+from .. import regularizers
 from ..errors import NotCompiledError, PhalanxError
-from ..regularizers import _regularizers
 from . import _step
 
 
@@ -94,7 +94,7 @@ def _layers_add_losses(config: Any, state: Any, x: Any) -> bool:
             config, graphdef, params, rest, x, training=True, key=key
         )
         module = nnx.merge(config.train_graphdef, params, rest)
-        found.append(bool(activity) or bool(_regularizers.weight_losses(module)))
+        found.append(bool(activity) or bool(regularizers.weight_losses(module)))
 
     try:
         jax.eval_shape(forward, state.params, state.rest, x)

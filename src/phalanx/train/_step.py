@@ -42,11 +42,10 @@ import optax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from .. import _compilation_cache
+from .. import _compilation_cache, regularizers
 from ..constraints import _constraints
 from ..distribute import check_vma, is_varying
 from ..mixed_precision import _policy as _mixed_precision
-from ..regularizers import _regularizers
 
 AXIS = "replica"
 
@@ -165,7 +164,7 @@ def _call(config: StepConfig, graphdef, params, rest, x, *, training: bool, key=
         y_pred, logits = module(x, return_logits=True, **kwargs)
     else:
         y_pred, logits = module(x, **kwargs), None
-    activity = _regularizers.pop_activity(module)  # an output of the call, not state
+    activity = regularizers.pop_activity(module)  # an output of the call, not state
     new_rest = nnx.state(module, nnx.Not(config.trainable))
     return y_pred, logits, new_rest, activity
 
@@ -181,7 +180,7 @@ def _penalties(config: StepConfig, graphdef, params, rest, activity, mask):
     if not config.regularized:
         return zero, zero
     module = nnx.merge(graphdef, *jax.tree.map(lambda a: a, (params, rest)))
-    weights = sum(_regularizers.weight_losses(module), zero)
+    weights = sum(regularizers.weight_losses(module), zero)
     per_example = sum(activity, jnp.zeros(mask.shape, jnp.float32))
     return weights, jnp.sum(jnp.where(mask > 0, per_example, 0.0))
 

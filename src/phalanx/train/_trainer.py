@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import optimizers as _optimizers
+from .. import regularizers
 from .._random import model_seed
 from ..constraints import _constraints
 from ..distribute import DefaultStrategy, get_strategy
@@ -39,7 +40,6 @@ from ..errors import (
     ScopeError,
 )
 from ..layers import trainable_filter
-from ..regularizers import _regularizers
 from . import _first_batch, _loop, _memory, _model_parallel, _multi_output, _override, _step
 from . import _position as _checkpointing
 from . import _programs as _sharded
@@ -296,7 +296,7 @@ class Trainer(StatelessMethods):
             and not custom
             # layers that may add losses (add_loss, regularizers): the loss is theirs, as
             # Keras; the first batch tells whether they add any (_first_batch)
-            and not (module is not None and _regularizers.has_regularizers(module))
+            and not (module is not None and regularizers.has_regularizers(module))
         ):
             raise NotCompiledError(_first_batch.no_loss_message(what))
         return self._config
@@ -366,7 +366,7 @@ class Trainer(StatelessMethods):
             return
         config = self._require_compiled("fit")
         module = self._module
-        _regularizers.pop_activity(module)  # an eager call's outputs, not training state
+        regularizers.pop_activity(module)  # an eager call's outputs, not training state
         style = _step.module_call_style(module)
         trainable = trainable_filter(module)  # nnx.Param, less the frozen layers' weights
         _model_parallel.annotate_paths(self._strategy, module)  # a layout map matches them
@@ -387,7 +387,7 @@ class Trainer(StatelessMethods):
             optimizer=config.tx,
             compute_dtype=_compute_dtype(self._strategy),
             trainable=trainable,
-            regularized=_regularizers.has_regularizers(module),
+            regularized=regularizers.has_regularizers(module),
             constraints=_constraints.constrained_paths(module),
             **style,
         )
@@ -437,7 +437,7 @@ class Trainer(StatelessMethods):
         """
         self._sync_module()
         nnx.update(node, values)
-        _regularizers.pop_activity(self._module)
+        regularizers.pop_activity(self._module)
         if self._state is None:
             return
         prefix = next(tuple(p) for p, n in nnx.iter_graph(self._module) if n is node)
