@@ -187,3 +187,26 @@ def test_the_launcher_reads_whom_a_failed_process_waited_for():
     )
     assert _waited_for(child(missing)) == (2, "it never reported to an agreement")
     assert _waited_for(child("Traceback (most recent call last):", "ValueError: boom")) is None
+
+
+def test_the_launcher_names_the_process_whose_exit_is_queued_just_after_the_last_one_ended():
+    """A waiter thread marks its process ended, then queues it: the launcher, which had seen
+    a peer-lost failure first and found no process running, still names the real cause
+    (CI: 'process 0 exited' named for process 1's error, its exit still on its way)."""
+    import queue
+    import threading
+
+    from phalanx.cluster._launcher import _Child, _Supervisor
+
+    class Ended:
+        returncode = 1
+
+    lost = _Child(0, popen=Ended())
+    lost.tail.append("ValueError: UNKNOWN: Gloo all-reduce failed: Connection closed by peer")
+    cause = _Child(1, popen=Ended())
+    cause.tail.append("RuntimeError: the user's error")
+    lost.exited_at = cause.exited_at = time.monotonic()
+    supervisor = object.__new__(_Supervisor)  # only the exits, as the launcher keeps them
+    supervisor.children, supervisor.exits, supervisor.left = [lost, cause], queue.SimpleQueue(), []
+    threading.Timer(0.02, supervisor.exits.put, args=(cause,)).start()
+    assert supervisor._first_cause(lost) is cause

@@ -270,17 +270,24 @@ class _Supervisor:
         """
         failed = [first]
 
+        def classify(child: _Child) -> None:
+            if child.popen.returncode != 0:
+                failed.append(child)
+            else:  # it exited 0: the peer the failed ones lost may be this one
+                self.left.append((child, time.time()))
+
         def settle(seconds: float, until_one_left: bool = False) -> None:
             end = time.monotonic() + seconds
             while self._running() and time.monotonic() < end:
                 if until_one_left and self.left:
                     return
                 with contextlib.suppress(queue.Empty):
-                    child = self.exits.get(timeout=_POLL_S)
-                    if child.popen.returncode != 0:
-                        failed.append(child)
-                    else:  # it exited 0: the peer the failed ones lost may be this one
-                        self.left.append((child, time.time()))
+                    classify(self.exits.get(timeout=_POLL_S))
+            # A waiter sets exited_at just before it queues its child: the last exits may
+            # still be on their way when no process is running any more.
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    classify(self.exits.get(timeout=_POLL_S))
             for child in failed:
                 if child.reader:
                     child.reader.join(timeout=0.5)
