@@ -2,6 +2,8 @@
 ``experimental`` names that are spelled as functions there (``at``, ``Counter``,
 ``RandomDataset``, ``save``/``load``, ``snapshot``), as a TF program writes them."""
 
+import pathlib
+
 import jax
 import numpy as np
 import pytest
@@ -55,15 +57,32 @@ def test_the_iterator_restores_at_every_step():
     )
 
 
-def test_auto_sharding_sees_through_the_copy():
+def test_auto_sharding_stops_at_the_copy_and_shards_the_elements_as_tf(tmp_path):
+    # TF's auto-shard rewrite does not look through copy_to_device (auto_shard.cc's
+    # pass-through ops do not list it): AUTO falls back to DATA, worker 1 of 2 keeps every
+    # second element, as it does without the copy only when no reader is found.
+    names = []
+    for i in range(4):
+        names.append(str(tmp_path / f"f{i}.txt"))
+        pathlib.Path(names[-1]).write_text(f"{i}a\n{i}b\n")
+    ds = Dataset.from_tensor_slices(names).flat_map(phalanx.data.TextLineDataset)
+    ds = ds.apply(experimental.copy_to_device("/cpu:0"))
+    sharded, policy, _ = phalanx.data.auto_shard(ds, 2, 1)
+    assert policy == phalanx.data.AutoShardPolicy.DATA
+    assert [np.asarray(x).item() for x in sharded] == [b"0b", b"1b", b"2b", b"3b"]
+    unsharded_files, file_policy, _ = phalanx.data.auto_shard(ds._input, 2, 1)
+    assert file_policy == phalanx.data.AutoShardPolicy.FILE  # without the copy: FILE
+    assert [np.asarray(x).item() for x in unsharded_files] == [b"1a", b"1b", b"3a", b"3b"]
+
+
+def test_a_distributed_dataset_splits_the_copied_batches_over_the_replicas():
     ds = Dataset.range(8).apply(experimental.copy_to_device("/cpu:0"))
     strategy = phalanx.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     dist = strategy.experimental_distribute_dataset(ds.batch(4))
-    batches = [
-        np.concatenate([np.asarray(v) for v in strategy.experimental_local_results(b)])
-        for b in dist
+    per_replica = [
+        [np.asarray(v).tolist() for v in strategy.experimental_local_results(b)] for b in dist
     ]
-    assert [b.tolist() for b in batches] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert per_replica == [[[0, 1], [2, 3]], [[4, 5], [6, 7]]]
 
 
 @pytest.mark.parametrize(
