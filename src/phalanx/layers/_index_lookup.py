@@ -4,7 +4,10 @@ pipelines (``dataset.map(lookup)``) and eager calls on numpy arrays.
 Keras 3's index layout: the mask token (when given, in ``output_mode="int"``) at 0,
 then ``num_oov_indices`` out-of-vocabulary indices, then the vocabulary in its order;
 in the other output modes a mask token is dropped from the encoding and takes no
-index. ``adapt`` orders tokens by count, ties by the token, both descending (Keras's
+index. With several OOV indices an unknown token's index is TensorFlow's hash bucket,
+as Keras: strings by FarmHash ``Fingerprint64`` (SipHash-2-4 with a ``salt``,
+`phalanx.layers._hashes`), integers by ``floormod`` or, with ``oov_method="farmhash"``,
+the hash of their decimal string. ``adapt`` orders tokens by count, ties by the token, both descending (Keras's
 ``np.lexsort(...)[::-1]``); in ``output_mode="tf_idf"`` it also learns Keras's
 inverse document frequencies ``log(1 + documents / (1 + documents holding the token))``,
 the OOV slots taking their mean. Strings are bytes in ``phalanx.data`` pipelines;
@@ -25,6 +28,7 @@ import numpy as np
 
 from ..errors import LayerArgumentError
 from ..io import RaggedTensor, _fs
+from . import _hashes
 from ._layer import Layer
 
 _MODES = ("int", "one_hot", "multi_hot", "count", "tf_idf")
@@ -101,10 +105,10 @@ class IndexLookup(Layer):
                 "If pad_to_max_tokens is True, must set `max_tokens`. "
                 f"Received: max_tokens={max_tokens}"
             )
-        if num_oov_indices not in (0, 1):
+        if not isinstance(num_oov_indices, int | np.integer) or num_oov_indices < 0:
             raise LayerArgumentError(
-                f"{layer}: num_oov_indices={num_oov_indices!r} is not supported by phalanx "
-                "(Keras hashes tokens into several OOV indices with farmhash); use 0 or 1."
+                "`num_oov_indices` must be greater than or equal to 0. "
+                f"Received: num_oov_indices={num_oov_indices!r}"
             )
         if output_mode not in _MODES:
             raise LayerArgumentError(
@@ -389,17 +393,38 @@ class IndexLookup(Layer):
         return index
 
     def _ids(self, tokens: list, index: dict) -> list:
-        oov = self._offset() - 1 if self.num_oov_indices else None
         out = []
         for token in tokens:
-            found = index.get(self._token(token), oov)
+            key = self._token(token)
+            found = index.get(key)
             if found is None:
-                raise ValueError(
-                    f"When `num_oov_indices=0` all inputs should be in vocabulary, found OOV "
-                    f"value {token!r}; consider setting `num_oov_indices=1`."
-                )
+                found = self._oov_index(key)
             out.append(found)
         return out
+
+    def _oov_index(self, key: Any) -> int:
+        """The OOV index of a token not in the vocabulary: the one OOV index, or with
+        several Keras's bucket (`_oov_bucket`) after the mask's index."""
+        if self.num_oov_indices == 0:
+            raise ValueError(
+                f"When `num_oov_indices=0` all inputs should be in vocabulary, found OOV "
+                f"value {self._out(key)!r}; consider setting `num_oov_indices=1`."
+            )
+        if self.num_oov_indices == 1:
+            return self._oov_start()
+        return self._oov_start() + self._oov_bucket(key)
+
+    def _oov_bucket(self, key: Any) -> int:
+        """Keras's bucket in ``[0, num_oov_indices)`` of an OOV token: TensorFlow's
+        ``to_hash_bucket_fast`` (FarmHash ``Fingerprint64``) of its bytes, or with a
+        ``salt`` ``to_hash_bucket_strong`` (SipHash-2-4 keyed by the salt)."""
+        data = self._hash_bytes(key)
+        if self.salt is None:
+            return _hashes.fingerprint64(data) % self.num_oov_indices
+        return _hashes.siphash64(self.salt, data) % self.num_oov_indices
+
+    def _hash_bytes(self, key: Any) -> bytes:
+        raise NotImplementedError
 
     def _depth(self) -> int:
         if self.pad_to_max_tokens:
@@ -415,8 +440,9 @@ class IndexLookup(Layer):
     def _lookup(self, x: np.ndarray) -> np.ndarray:
         if self.invert:
             table = self.get_vocabulary()
+            oov = self._out(self.oov_token) if self.oov_token is not None else None
             return np.vectorize(
-                lambda i: table[i] if 0 <= i < len(table) else table[self._offset() - 1],
+                lambda i: table[i] if 0 <= i < len(table) else oov,
                 otypes=[object],
             )(x).astype(self._dtype_of_tokens())
         depth = self._depth() if self.output_mode != "int" else None
@@ -510,8 +536,11 @@ class StringLookup(IndexLookup):
     Args:
       max_tokens: the largest number of indices (mask and OOV included); ``adapt``
         keeps the most frequent tokens that fit.
-      num_oov_indices: 1 (default: unknown tokens get index 0, or 1 after a mask)
-        or 0 (unknown tokens raise); more is not supported (Keras hashes them).
+      num_oov_indices: the number of OOV indices: 1 (default: unknown tokens get
+        index 0, or 1 after a mask), 0 (unknown tokens raise), or more: each unknown
+        token goes to Keras's bucket, the FarmHash ``Fingerprint64`` of its bytes
+        (with ``salt``: SipHash-2-4) modulo ``num_oov_indices``, as TensorFlow's
+        ``to_hash_bucket_fast`` (``to_hash_bucket_strong``).
       mask_token: a token that maps to index 0 in ``output_mode="int"`` (dropped in
         the other modes), or None.
       oov_token: the token ``invert`` gives for the OOV index; default ``"[UNK]"``.
@@ -525,10 +554,10 @@ class StringLookup(IndexLookup):
       sparse: refused (Keras 3 has it on TensorFlow only).
       encoding: the encoding of ``str`` tokens (``"utf-8"``).
       name: the layer's name.
-      salt: Keras's SipHash salt for several OOV indices (an int or two): no effect
-        with 0 or 1 OOV index, as in Keras.
-      oov_method: Keras's hashing of OOV tokens into several OOV indices: no effect
-        with 0 or 1 OOV index, as in Keras.
+      salt: with several OOV indices, the SipHash-2-4 key (an int ``s``: ``(s, s)``,
+        or two ints) of the OOV buckets; None: FarmHash. No effect with 0 or 1.
+      oov_method: ``"floormod"`` or ``"farmhash"``; strings are always hashed, as
+        in Keras (the argument only matters for ``IntegerLookup``).
       vocabulary_size: Keras's saved vocabulary size (from ``get_config``; not needed).
       has_input_vocabulary: Keras's saved flag: the vocabulary was given, not adapted.
 
@@ -580,6 +609,9 @@ class StringLookup(IndexLookup):
     def _token(self, token: Any) -> bytes:
         return token.encode(self.encoding) if isinstance(token, str) else bytes(token)
 
+    def _hash_bytes(self, key: bytes) -> bytes:
+        return key  # strings are always hashed (Keras: whatever ``oov_method``)
+
     def _out(self, token: Any) -> str:
         return self._token(token).decode(self.encoding)
 
@@ -592,7 +624,8 @@ class IntegerLookup(IndexLookup):
 
     Args:
       max_tokens: the largest number of indices ``adapt`` keeps.
-      num_oov_indices: 1 (default) or 0; more is not supported.
+      num_oov_indices: the number of OOV indices: 1 (default), 0 (unknown tokens
+        raise), or more: each unknown token goes to the bucket of ``oov_method``.
       mask_token: a token that maps to index 0 (``output_mode="int"``), or None.
       oov_token: the token ``invert`` gives for the OOV index; default -1.
       vocabulary: a list of ints, a path of a file of one a line, or None (then ``adapt``).
@@ -603,9 +636,13 @@ class IntegerLookup(IndexLookup):
         ``"tf_idf"``.
       sparse: refused (Keras 3 has it on TensorFlow only).
       pad_to_max_tokens: the encodings have ``max_tokens`` entries.
-      oov_method: Keras's hashing of OOV tokens into several OOV indices
-        (``"floormod"``, ``"farmhash"``): no effect with 0 or 1 OOV index, as in Keras.
-      salt: with ``oov_method="farmhash"``: Keras's SipHash salt (no effect either).
+      oov_method: how several OOV indices split unknown tokens: ``"floormod"``
+        (default: ``token % num_oov_indices``, as ``tf.math.floormod``) or
+        ``"farmhash"`` (FarmHash ``Fingerprint64`` of the token's decimal string, as
+        ``tf.strings.to_hash_bucket_fast(tf.strings.as_string(token))``). No effect
+        with 0 or 1 OOV index.
+      salt: with ``oov_method="farmhash"``: SipHash-2-4 with this key (an int ``s``:
+        ``(s, s)``, or two ints) instead of FarmHash; refused with ``"floormod"``.
       name: the layer's name.
       vocabulary_size: Keras's saved vocabulary size (from ``get_config``; not needed).
       has_input_vocabulary: Keras's saved flag: the vocabulary was given, not adapted.
@@ -661,6 +698,14 @@ class IntegerLookup(IndexLookup):
 
     def _token(self, token: Any) -> int:
         return int(token)
+
+    def _oov_bucket(self, key: int) -> int:
+        if self.oov_method == "floormod":  # Keras's default: tf.math.floormod
+            return key % self.num_oov_indices
+        return super()._oov_bucket(key)
+
+    def _hash_bytes(self, key: int) -> bytes:
+        return str(key).encode()  # tf.strings.as_string of an int64
 
     def _dtype_of_tokens(self) -> Any:
         return np.dtype(self.vocabulary_dtype)
