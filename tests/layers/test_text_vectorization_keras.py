@@ -252,8 +252,14 @@ def test_unsupported_and_invalid_arguments():
         TextVectorization(vocabulary=["a"]).adapt(["a b"])
     with pytest.raises(LayerArgumentError, match="input pipeline"):
         jax.jit(lambda a: TextVectorization(vocabulary=["a"])(a))(jnp.ones(2))
-    with pytest.raises(LayerArgumentError, match="input pipeline"):
+    with pytest.raises(LayerArgumentError, match='dtype float32. Give it Input.*dtype="string"'):
         TextVectorization(vocabulary=["a"])(phalanx.Input((1,)))
+    with pytest.raises(LayerArgumentError, match="IntegerLookup takes integers"):
+        layers.IntegerLookup(vocabulary=[1])(phalanx.Input((1,), dtype="string"))
+    ids = TextVectorization(vocabulary=["a"], output_sequence_length=3)(
+        phalanx.Input((1,), dtype="string")
+    )
+    assert ids.shape == (None, 3) and ids.dtype == np.int64  # Keras's compute_output_spec
 
 
 def test_string_lookup_tf_idf_and_pad_to_max_tokens():

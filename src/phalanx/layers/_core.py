@@ -31,7 +31,8 @@ class InputLayer(Layer):
       shape: the shape of one example, without the batch axis: ``(784,)``.
       batch_size: accepted for Keras compatibility; phalanx batches are set by
         the data pipeline.
-      dtype: the dtype inputs are cast to, or None to keep theirs.
+      dtype: the dtype inputs are cast to, or None to keep theirs; ``"string"``:
+        string inputs (for ``TextVectorization``, ``StringLookup``), kept as they are.
       name: the layer's name.
 
     Examples:
@@ -51,7 +52,9 @@ class InputLayer(Layer):
         shape = input_shape if shape is None else shape
         if shape is None:
             raise ValueError("InputLayer needs shape=, the shape of one example (e.g. (784,)).")
-        super().__init__(name=name, input_shape=shape, dtype=dtype)
+        #: Keras's ``dtype="string"``: strings, for the layers that run on the host.
+        self.strings = dtype in ("string", str)
+        super().__init__(name=name, input_shape=shape, dtype=None if self.strings else dtype)
         self.batch_size = batch_size
 
     def call(self, x, *, training, rngs):
@@ -72,7 +75,7 @@ def Input(
       shape: the shape of one example, without the batch axis: ``(784,)``.
       batch_size: accepted for Keras compatibility (batches come from the data).
       dtype: the dtype inputs are cast to (e.g. ``"int32"`` for token ids), or
-        None to keep theirs.
+        None to keep theirs; ``"string"``: string inputs (for ``TextVectorization``).
       name: the input's name (the key of a dict of inputs).
       batch_shape: Keras's alternative to ``shape``: the shape with the batch axis first.
 

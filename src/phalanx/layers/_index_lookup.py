@@ -30,22 +30,32 @@ from ..errors import LayerArgumentError
 from ..io import RaggedTensor, _fs
 from . import _hashes
 from ._layer import Layer
+from ._symbolic import is_symbolic
 
 _MODES = ("int", "one_hot", "multi_hot", "count", "tf_idf")
 _ALIASES = {"binary": "multi_hot", "tf-idf": "tf_idf"}
 
 
 def refuse_traced(layer: Layer, x: Any) -> None:
-    """Raises for an input that is not data on the host (a jit tracer, a symbolic tensor)."""
-    from ._symbolic import KerasTensor
-
-    if isinstance(x, KerasTensor) or any(
-        isinstance(a, jax.core.Tracer) for a in jax.tree.leaves(x)
-    ):
+    """Raises for an input that is not data on the host (a jit tracer)."""
+    if any(isinstance(a, jax.core.Tracer) for a in jax.tree.leaves(x)):
         raise LayerArgumentError(
             f"{type(layer).__name__} runs in the input pipeline (dataset.map(layer)) or on "
             "numpy arrays and lists, not inside a compiled model (as Keras 3 on JAX): apply "
             "it to the data before fit, and give the model its integer or float output."
+        )
+
+
+def check_symbolic(layer: Layer, x: Any, strings: bool) -> None:
+    """Raises for a symbolic input of the wrong kind: strings (``Input(dtype="string")``)
+    for ``TextVectorization``/``StringLookup``, integers for ``IntegerLookup``."""
+    ok = x.dtype == "string" if strings else x.dtype != "string" and x.dtype.kind in "iu"
+    if not ok:
+        wanted = 'Input(..., dtype="string")' if strings else 'Input(..., dtype="int32")'
+        raise LayerArgumentError(
+            f"{type(layer).__name__} takes {'strings' if strings else 'integers'} and runs in "
+            f"the input pipeline; it was called on a symbolic input of dtype {x.dtype}. Give "
+            f"it {wanted}, or map the data through it (dataset.map(layer))."
         )
 
 
@@ -70,6 +80,9 @@ class IndexLookup(Layer):
     """The shared mechanism of ``StringLookup`` and ``IntegerLookup`` (see there)."""
 
     runs_on_host = True
+    #: Where Keras's saver writes the layer's state under ``layers/<key>/`` of a ``.keras``
+    #: file (``assets/``, ``model.weights.h5``): the layer's own path.
+    keras_state_paths: tuple = ("",)
 
     def __init__(
         self,
@@ -135,7 +148,9 @@ class IndexLookup(Layer):
         self._has_input_vocabulary = (
             vocabulary is not None if has_input_vocabulary is None else has_input_vocabulary
         )
-        del vocabulary_size  # Keras's depth before its assets load; phalanx loads them first
+        # Keras's saved size: the depth of the encodings until the vocabulary loads (a
+        # .keras file's layers are built before their assets are read, as in Keras).
+        self._saved_size = vocabulary_size
         self._tokens: tuple = ()
         self._idf: tuple | None = None  # a tuple: nnx keeps no arrays as static attributes
         self._counts: Counter = Counter()
@@ -176,6 +191,13 @@ class IndexLookup(Layer):
     def vocabulary_size(self) -> int:
         """The number of indices (mask and OOV included)."""
         return self._offset() + len(self._tokens)
+
+    def encoding_depth(self) -> int:
+        """The vocabulary size, or before a vocabulary is set the size saved in the config
+        (``vocabulary_size``: Keras's ``_frozen_vocab_size``)."""
+        if not self._tokens and self._saved_size is not None:
+            return int(self._saved_size)
+        return self.vocabulary_size()
 
     @property
     def idf_weights(self) -> np.ndarray | None:
@@ -377,14 +399,35 @@ class IndexLookup(Layer):
     # -- the lookup ---------------------------------------------------------------------
 
     def __call__(self, x: Any, *args: Any, **kwargs: Any) -> Any:
-        refuse_traced(self, x)
         if self.name is None:
             self.name = type(self).__name__.lower()
+        if is_symbolic(x):  # Input(dtype="string") -> lookup: recorded, as Keras's spec
+            check_symbolic(self, x, strings=isinstance(self, StringLookup) != self.invert)
+            return super().__call__(x, *args, **kwargs)
+        refuse_traced(self, x)
         if isinstance(x, RaggedTensor):  # Keras: the values looked up, each row a sample
             if self.output_mode != "int":
                 return self.encode_rows(x.to_list())
             return x.with_values(self._lookup(np.asarray(x.values)))
         return self._lookup(np.asarray(x) if not isinstance(x, np.ndarray) else x)
+
+    @property
+    def symbolic_dtype(self) -> str:
+        """The dtype of a symbolic output (Keras's ``compute_output_spec``)."""
+        if self.invert:
+            return "string" if isinstance(self, StringLookup) else str(self.vocabulary_dtype)
+        return "int64" if self.output_mode == "int" else "float32"
+
+    def compute_output_shape(self, input_shape: Any) -> tuple:
+        """Keras's: the input's shape (``"int"``), else the last axis becomes the depth
+        (``"one_hot"``: an axis of the depth is added, replacing a last axis of 1)."""
+        shape = tuple(input_shape)
+        if self.output_mode == "int":
+            return shape
+        depth = self.max_tokens if self.pad_to_max_tokens else self.encoding_depth()
+        if self.output_mode == "one_hot" and not (shape and shape[-1] == 1):
+            return (*shape, depth)
+        return (*shape[:-1], depth)
 
     def _index(self) -> dict:
         index = {t: i + self._offset() for i, t in enumerate(self._tokens)}
@@ -558,7 +601,8 @@ class StringLookup(IndexLookup):
         or two ints) of the OOV buckets; None: FarmHash. No effect with 0 or 1.
       oov_method: ``"floormod"`` or ``"farmhash"``; strings are always hashed, as
         in Keras (the argument only matters for ``IntegerLookup``).
-      vocabulary_size: Keras's saved vocabulary size (from ``get_config``; not needed).
+      vocabulary_size: Keras's saved vocabulary size (from ``get_config``): the depth of
+        the encodings until the vocabulary is set (a ``.keras`` file's assets load later).
       has_input_vocabulary: Keras's saved flag: the vocabulary was given, not adapted.
 
     Examples:
@@ -644,7 +688,8 @@ class IntegerLookup(IndexLookup):
       salt: with ``oov_method="farmhash"``: SipHash-2-4 with this key (an int ``s``:
         ``(s, s)``, or two ints) instead of FarmHash; refused with ``"floormod"``.
       name: the layer's name.
-      vocabulary_size: Keras's saved vocabulary size (from ``get_config``; not needed).
+      vocabulary_size: Keras's saved vocabulary size (from ``get_config``): the depth of
+        the encodings until the vocabulary is set (a ``.keras`` file's assets load later).
       has_input_vocabulary: Keras's saved flag: the vocabulary was given, not adapted.
 
     Examples:

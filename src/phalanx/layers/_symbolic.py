@@ -60,7 +60,7 @@ class KerasTensor:
 
     def __init__(self, shape: tuple, dtype: Any, node: Node, index: int = 0, name: str = ""):
         self.shape = (None, *shape)
-        self.dtype = jnp.dtype(dtype)
+        self.dtype = "string" if dtype in ("string", str) else jnp.dtype(dtype)  # Keras's name
         self.node = node
         self.index = index
         self.name = name
@@ -162,6 +162,8 @@ def _output_dtype(layer: Layer, args: tuple) -> Any:
 
     if isinstance(layer, InputLayer):
         return layer.dtype or jnp.float32
+    if layer.runs_on_host:  # strings to ids: Keras's compute_output_spec
+        return layer.symbolic_dtype
     return layer.dtype or jnp.float32
 
 

@@ -29,8 +29,9 @@ import numpy as np
 
 from ..errors import LayerArgumentError
 from ..io import RaggedTensor
-from ._index_lookup import StringLookup, refuse_traced, token_rows
+from ._index_lookup import StringLookup, check_symbolic, refuse_traced, token_rows
 from ._layer import Layer
+from ._symbolic import is_symbolic
 
 _STANDARDIZE = ("lower_and_strip_punctuation", "lower", "strip_punctuation")
 _SPLIT = ("whitespace", "character")
@@ -74,7 +75,8 @@ class TextVectorization(Layer):
         has it on TensorFlow only; ``output_sequence_length`` still cuts).
       encoding: the encoding of the strings (``"utf-8"``).
       name: the layer's name.
-      vocabulary_size: Keras's saved vocabulary size (from ``get_config``; not needed).
+      vocabulary_size: Keras's saved vocabulary size (from ``get_config``): the depth of
+        the encodings until the vocabulary is set (a ``.keras`` file's assets load later).
       has_input_vocabulary: Keras's saved flag: the vocabulary was given, not adapted.
 
     Examples:
@@ -87,6 +89,9 @@ class TextVectorization(Layer):
     """
 
     runs_on_host = True
+    #: Keras's saver writes the state twice: the layer's (its ``save_assets`` is its lookup
+    #: layer's) and its ``_lookup_layer`` attribute's, which Keras's loader reads too.
+    keras_state_paths = ("", "_lookup_layer/")
 
     def __init__(
         self,
@@ -238,6 +243,18 @@ class TextVectorization(Layer):
             config["ngrams"] = tuple(config["ngrams"])
         return super().from_config(config)
 
+    @property
+    def symbolic_dtype(self) -> str:
+        """The dtype of a symbolic output (Keras's ``compute_output_spec``)."""
+        return "int64" if self.output_mode == "int" else "float32"
+
+    def compute_output_shape(self, input_shape: Any) -> tuple:
+        """Keras's: ``(output_sequence_length,)`` per example (``"int"``), else ``(depth,)``."""
+        if self.output_mode == "int":
+            return (self.output_sequence_length,)
+        lookup = self._lookup_layer
+        return (lookup.max_tokens if self.pad_to_max_tokens else lookup.encoding_depth(),)
+
     def save_own_variables(self, store: dict) -> None:
         """Keras's hook (its StringLookup's): ``store["idf_weights"]`` for ``"tf_idf"``."""
         self._lookup_layer.save_own_variables(store)
@@ -257,9 +274,12 @@ class TextVectorization(Layer):
     # -- the steps ------------------------------------------------------------------------
 
     def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
-        refuse_traced(self, inputs)
         if self.name is None:
             self.name = "text_vectorization"
+        if is_symbolic(inputs):  # Input(dtype="string") -> this layer: recorded, as Keras
+            check_symbolic(self, inputs, strings=True)
+            return Layer.__call__(self, inputs, *args, **kwargs)
+        refuse_traced(self, inputs)
         # One string (an unbatched dataset's element): Keras's 1-D tokens, a 1-D output.
         one = self.split is not None and np.ndim(_as_object_array(inputs)) == 0
         tokens = self._preprocess(inputs)

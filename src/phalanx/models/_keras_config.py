@@ -70,6 +70,7 @@ def _layer_config(layer: Layer) -> dict:
     """A Keras 3 ``config`` for a phalanx layer: the Keras arguments it was given."""
     if isinstance(layer, InputLayer):
         dtype = "float32" if layer.dtype is None else str(layer.dtype)
+        dtype = "string" if layer.strings else dtype
         return {
             "batch_shape": [None, *layer.declared_input_shape],
             "dtype": dtype,
@@ -183,7 +184,7 @@ def model_config(model: Any) -> dict:
             "class_name": "InputLayer",
             "config": {
                 "batch_shape": [None, *net.input_shape],
-                "dtype": "float32",
+                "dtype": net.keras_input_dtype,
                 "name": "input_layer",
             },
             "registered_name": None,

@@ -303,6 +303,7 @@ def load_model(
         # Keras's file holds the weights and at most a few optimizer slots per weight.
         cap = 8 * sum(int(w.nbytes) for w in model.get_weights()) + 2**24
         weights = _archive.read_member(archive, "model.weights.h5", path, cap)
+        _keras_files.load_host_state(model, archive, weights, path)  # vocabularies, IDF
     _keras_files.load_h5(model, weights, f"{path}:model.weights.h5")
     if compile and config.get("compile_config"):
         mixed = _model_policy(config) == "mixed_float16"  # Keras's compile adds loss scaling

@@ -105,6 +105,7 @@ class Sequential(nnx.Module):
         self.layers = nnx.List([])
         self.input_shape: Shape | None = None
         self.input_dtype = None
+        self.keras_input_dtype = "float32"
         self.built = False
         self.output_shape: Shape | None = None
         for layer in layers or ():
@@ -128,6 +129,8 @@ class Sequential(nnx.Module):
                 )
             self.input_shape = layer.declared_input_shape
             self.input_dtype = layer.dtype
+            # What Keras's config says: "string" inputs (kept as they are), or the dtype.
+            self.keras_input_dtype = "string" if layer.strings else str(layer.dtype or "float32")
             return
         if not isinstance(layer, Layer):
             raise ModelArgumentError(

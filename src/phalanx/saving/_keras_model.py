@@ -16,7 +16,11 @@ reverse, given the same architecture.
 ``config.json`` in Keras 3's format (each layer's Keras class and the
 arguments phalanx's layer was given, functional ``inbound_nodes`` with
 ``__keras_tensor__`` histories), ``model.weights.h5`` as above, and
-``metadata.json``; ``keras.models.load_model`` reads it. A model compiled with one of
+``metadata.json``; ``keras.models.load_model`` reads it. A lookup layer's adapted
+vocabulary (``StringLookup``, ``IntegerLookup``, ``TextVectorization``: Keras's
+``save_assets``) goes to ``assets/layers/<key>/vocabulary.txt``, and its IDF weights to
+``layers/<key>/vars/idf_weights``, where Keras's saver writes them (`load_host_state`
+reads them back). A model compiled with one of
 phalanx's optimizers also gets its optimizer's state (``iterations``, ``learning_rate``
 and the slots) under ``optimizer/vars`` in Keras 3's layout (``_keras_optimizer``), and
 ``load_model`` reads it back, so a loaded model continues training as Keras's does.
@@ -40,6 +44,7 @@ import contextlib
 import io
 import json
 import os
+import tempfile
 import zipfile
 from typing import Any
 
@@ -48,8 +53,8 @@ import numpy as np
 from ..errors import KerasFileError
 from ..io import _fs
 from ..layers import Layer, snake_case
+from . import _archive, _keras_optimizer
 from . import _compile_config as _keras_compile
-from . import _keras_optimizer
 
 _MHA_PARTS = ("query_dense", "key_dense", "value_dense", "output_dense")
 
@@ -164,12 +169,89 @@ def _weights_h5(model: Any, optimizer: list | None) -> bytes:
                 for i, array in enumerate(arrays[start : start + count]):
                     _dataset(vars_group, str(i), np.asarray(array))
                 start += count
+            if layer.runs_on_host:
+                _host_variables(root, key, layer)
         if optimizer is not None:
             vars_group = f.create_group("optimizer/vars")
             vars_group.attrs["name"] = model.optimizer.name
             for i, array in enumerate(optimizer):
                 _dataset(vars_group, str(i), np.asarray(array))
     return buffer.getvalue()
+
+
+def _host_variables(root: Any, key: str, layer: Layer) -> None:
+    """A lookup layer's ``save_own_variables`` (``idf_weights`` in ``"tf_idf"``) under
+    ``layers/<key>/vars``, and again under each path Keras's saver also walks
+    (``TextVectorization``'s ``_lookup_layer``), where Keras's loader reads them."""
+    store: dict = {}
+    layer.save_own_variables(store)
+    for sub in layer.keras_state_paths:
+        at = f"{key}/{sub}vars"
+        group = root[at] if at in root else root.create_group(at)
+        group.attrs["name"] = layer.name
+        for name, array in store.items():
+            _dataset(group, name, np.asarray(array))
+
+
+def _host_assets(model: Any) -> dict[str, bytes]:
+    """Keras's ``assets/`` members of the model's lookup layers (``save_assets``: an adapted
+    vocabulary as ``assets/layers/<key>/vocabulary.txt``, one token a line, special tokens
+    first), under each of the layer's `keras_state_paths` as Keras's saver writes them."""
+    members = {}
+    for key, layer in _keys(model):
+        if not layer.runs_on_host:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            layer.save_assets(tmp)
+            for name in sorted(os.listdir(tmp)):
+                with open(os.path.join(tmp, name), "rb") as f:
+                    data = f.read()
+                for sub in layer.keras_state_paths:
+                    members[f"assets/layers/{key}/{sub}{name}"] = data
+    return members
+
+
+#: A vocabulary file larger than this in a ``.keras`` archive is refused.
+MAX_ASSET_BYTES = 256 * 2**20
+
+
+def load_host_state(model: Any, archive: zipfile.ZipFile, weights: bytes, where: str) -> None:
+    """Keras's ``load_own_variables`` and ``load_assets`` of the model's lookup layers
+    (``StringLookup``, ``IntegerLookup``, ``TextVectorization``), from ``model.weights.h5``
+    and ``assets/layers/<key>/`` of the ``.keras`` archive, in Keras's order.
+
+    Raises:
+      KerasFileError: an adapted layer's vocabulary (or IDF weights) is not in the file.
+    """
+    hosts = [(key, layer) for key, layer in _keys(model) if layer.runs_on_host]
+    if not hosts:
+        return
+    with _h5py().File(io.BytesIO(weights), "r") as f:
+        for key, layer in hosts:
+            if layer.output_mode == "tf_idf":
+                at = f"layers/{key}/vars/idf_weights"
+                if at not in f:
+                    raise KerasFileError(
+                        f"{where!r} holds no IDF weights for layer '{layer.name}' "
+                        f"({type(layer).__name__}, output_mode='tf_idf') at {at!r}."
+                    )
+                layer.load_own_variables({"idf_weights": np.asarray(f[at])})
+    names = set(archive.namelist())
+    for key, layer in hosts:
+        member = f"assets/layers/{key}/vocabulary.txt"
+        if member not in names:
+            if not layer.get_vocabulary(include_special_tokens=False):
+                raise KerasFileError(
+                    f"{where!r} has no {member!r}: layer '{layer.name}' "
+                    f"({type(layer).__name__}) was adapted, and its vocabulary is not in the "
+                    "file. Save the model again with the adapted layer."
+                )
+            continue  # a vocabulary given as a list: in the config
+        data = _archive.read_member(archive, member, where, MAX_ASSET_BYTES)
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(tmp, "vocabulary.txt"), "wb") as f:
+                f.write(data)
+            layer.load_assets(tmp)
 
 
 def _dataset(group: Any, name: str, array: np.ndarray) -> None:
@@ -429,5 +511,7 @@ def save_model(model: Any, path: Any, config: dict) -> None:
         archive.writestr("metadata.json", json.dumps(metadata))
         archive.writestr("config.json", json.dumps(config))
         archive.writestr("model.weights.h5", _weights_h5(model, optimizer))
+        for member, data in _host_assets(model).items():
+            archive.writestr(member, data)
     with _fs.atomic_write(path) as f:  # a local path or a URL, whole or not at all
         f.write(buffer.getvalue())
