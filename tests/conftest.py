@@ -7,9 +7,19 @@ Tests that need 1 or 2 devices build their strategies on a subset
 import os
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-_flag = "--xla_force_host_platform_device_count=8"
-if _flag not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _flag).strip()
+# XLA:CPU compiles a program 2-3x faster with its legacy fusion emitters and LLVM's
+# optimization level 0; the suite compiles thousands of tiny programs and runs each once or
+# twice, so compile time is most of its CPU time (CI budget; the programs' results are the
+# same, only the generated code is less optimized). A flag the caller set is kept as given;
+# tests/tests_support.child_xla_flags carries them into subprocesses.
+_TEST_FLAGS = (
+    "--xla_force_host_platform_device_count=8",
+    "--xla_cpu_use_fusion_emitters=false",
+    "--xla_backend_optimization_level=0",
+)
+for _flag in _TEST_FLAGS:
+    if _flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _flag).strip()
 
 # One persistent compilation cache per test process (and the subprocesses it starts, which
 # inherit the variable): the suite builds the same small models in hundreds of tests, and

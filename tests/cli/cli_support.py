@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+from tests_support import child_xla_flags
+
 # Variables that would change what the command finds (a cluster, a device count).
 _CLEARED = (
     "XLA_FLAGS",
@@ -24,9 +26,10 @@ _CLEARED = (
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """``os.environ`` without cluster or device variables, on CPU, plus ``extra``."""
+    """``os.environ`` without cluster or device variables, on CPU, plus ``extra``: the
+    suite's compile flags carry over (tests/conftest.py), its device count does not."""
     env = {k: v for k, v in os.environ.items() if k not in _CLEARED}
-    env.update(JAX_PLATFORMS="cpu", COLUMNS="100", **extra)
+    env.update(JAX_PLATFORMS="cpu", COLUMNS="100", XLA_FLAGS=child_xla_flags(), **extra)
     return env
 
 
