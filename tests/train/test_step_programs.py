@@ -17,6 +17,7 @@ import pytest
 
 import phalanx
 from phalanx import layers
+from tests_support import XLA_DEFAULT_OPTIONS
 
 FEATURES, CLASSES = 6, 3
 
@@ -54,7 +55,7 @@ def _compiled_hlo(model, kind: str, x, y, batch_size: int) -> dict[int, str]:
     for ex in model._prepared(adapter, 0, where=None):
         program = model._program(kind, ex.data is not None)
         lowered = program.lower(model._state, ex.data, ex.xs, ex.steps)
-        texts[ex.steps] = lowered.compile().as_text()
+        texts[ex.steps] = lowered.compile(XLA_DEFAULT_OPTIONS).as_text()
     return texts
 
 
