@@ -31,6 +31,22 @@ from ._args import positive_int
 from ._layer import Layer, Shape, format_shape, normalize_shape
 
 
+def _refuse_unsupported(sliding_window: Any, flash_attention: Any, use_gate: Any) -> None:
+    """Raises for Keras 3's arguments phalanx's attention does not implement."""
+    given = {
+        "sliding_window": (sliding_window, sliding_window is not None),
+        "flash_attention": (flash_attention, bool(flash_attention)),
+        "use_gate": (use_gate, bool(use_gate)),
+    }
+    for name, (value, set_) in given.items():
+        if set_:
+            raise LayerArgumentError(
+                f"MultiHeadAttention: {name}={value!r} is not supported by phalanx (Keras 3 "
+                f"has it); leave {name} at its default, or write the attention as a layer of "
+                "your own."
+            )
+
+
 class _Projection(Layer):
     """An einsum-dense projection: contracts the last ``contract`` input axes with a kernel.
 
@@ -40,6 +56,10 @@ class _Projection(Layer):
     _weight_regularizer_paths = (
         ("kernel_regularizer", ("kernel",)),
         ("bias_regularizer", ("bias",)),
+    )
+    _weight_constraint_paths = (
+        ("kernel_constraint", ("kernel",)),
+        ("bias_constraint", ("bias",)),
     )
 
     def __init__(self, out_dims, contract, use_bias, kernel_initializer, bias_initializer, name):
@@ -95,6 +115,12 @@ class MultiHeadAttention(Layer):
         output), keyword-only.
       bias_regularizer: a penalty on each projection's bias, keyword-only.
       activity_regularizer: a penalty on the layer's output(s), divided by the batch size.
+      kernel_constraint: a projection of each projection's kernel (query, key, value,
+        output) after every optimizer update, as Keras 3; keyword-only.
+      bias_constraint: the same for each projection's bias; keyword-only.
+      sliding_window: Keras's local attention window: only None (refused otherwise).
+      flash_attention: Keras's choice of a fused kernel: None or False (True refused).
+      use_gate: Keras's gated attention: only False (refused otherwise).
       name: the layer's name.
 
     Examples:
@@ -122,10 +148,16 @@ class MultiHeadAttention(Layer):
         kernel_regularizer: Any = None,
         bias_regularizer: Any = None,
         activity_regularizer: Any = None,
+        kernel_constraint: Any = None,
+        bias_constraint: Any = None,
+        sliding_window: Any = None,
+        flash_attention: Any = None,
+        use_gate: bool = False,
         name: str | None = None,
         dtype: Any = None,
     ):
         super().__init__(name=name, dtype=dtype)
+        _refuse_unsupported(sliding_window, flash_attention, use_gate)
         example = "MultiHeadAttention(num_heads=4, key_dim=64)"
         num_heads = positive_int("MultiHeadAttention", "num_heads", num_heads, example)
         key_dim = positive_int("MultiHeadAttention", "key_dim", key_dim, example)
@@ -153,6 +185,11 @@ class MultiHeadAttention(Layer):
         self.kernel_regularizer = regularizers.get(kernel_regularizer)
         self.bias_regularizer = regularizers.get(bias_regularizer)
         self.activity_regularizer = regularizers.get(activity_regularizer)
+        _layer_args.keep_constraints(
+            self, kernel_constraint=kernel_constraint, bias_constraint=bias_constraint
+        )
+        self.use_gate = False  # Keras 3.15's config records both
+        self.sliding_window = None
         self.projections = nnx.data(None)
 
     @property
@@ -223,6 +260,8 @@ class MultiHeadAttention(Layer):
         for projection in (query, key, value, out):
             projection.kernel_regularizer = self.kernel_regularizer
             projection.bias_regularizer = self.bias_regularizer
+            projection.kernel_constraint = self.kernel_constraint
+            projection.bias_constraint = self.bias_constraint
         query._build_example(q, rngs)
         key._build_example(k, rngs)
         value._build_example(v, rngs)
