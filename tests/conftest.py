@@ -57,3 +57,10 @@ def _fresh_random_defaults():
     _random.clear_global_seed()
     yield
     _random.clear_global_seed()
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tests marked ``slow`` (multi-process, tens of seconds each) run first: with
+    ``-n 2`` the workers then end together on the short tests instead of one of them
+    finishing a long one alone (CI time)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

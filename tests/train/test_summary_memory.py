@@ -10,7 +10,7 @@ import pytest
 import phalanx
 from phalanx import layers
 from phalanx.errors import FitInputError
-from phalanx.train._memory import readable_size
+from phalanx.models._memory import readable_size
 
 # Dense(64 -> 256) and Dense(256 -> 10), float32: 19,210 parameters.
 KERNEL_1, BIAS_1, KERNEL_2, BIAS_2 = 64 * 256 * 4, 256 * 4, 256 * 10 * 4, 10 * 4

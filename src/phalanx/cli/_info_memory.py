@@ -2,7 +2,7 @@
 device replicated vs sharded, from XLA's memory analysis of its compiled training step.
 
 Offline and quick: the model is built on random inputs of its shape and its
-training step is compiled, never run (``phalanx.train._memory``). Both
+training step is compiled, never run (``phalanx.models._memory``). Both
 layouts use ``MirroredStrategy`` over this process's devices, with and without
 ``shard_parameters``.
 """
@@ -14,8 +14,8 @@ import numpy as np
 
 import phalanx
 from phalanx import layers
-from phalanx.train import _memory
-from phalanx.train._memory import readable_size
+from phalanx.models import _memory
+from phalanx.models._memory import readable_size
 
 #: The models ``--model`` chooses from: what each is.
 MODELS = {

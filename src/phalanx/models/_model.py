@@ -32,11 +32,11 @@ from ..layers import Layer
 from ..layers import _weights as _layer_weights
 from ..saving import _keras_model as _keras_files
 from ..saving import _npz as _weights
-from ..train import _memory, _step
-from ..train._memory import readable_size
+from ..train import _step
 from ..train._trainer import Trainer
-from . import _export, _functional, _keras_config, _nested, _optimizer_count, _subclassed
+from . import _export, _functional, _keras_config, _memory, _nested, _optimizer_count, _subclassed
 from ._introspection import ModelIntrospection
+from ._memory import readable_size
 
 log = logging.getLogger("phalanx")
 
@@ -339,7 +339,7 @@ class Model(Trainer, ModelIntrospection):
         After Keras's table and its "Total / Trainable / Non-trainable params" lines,
         the bytes per device of the weights and optimizer state (from the placed
         arrays, or computed from shapes before ``fit``) and, once a training step is
-        compiled, XLA's memory analysis of it (`phalanx.train._memory`).
+        compiled, XLA's memory analysis of it (`phalanx.models._memory`).
 
         Args:
           print_fn: called once with the whole text.

@@ -14,7 +14,7 @@ import numpy as np
 from flax import nnx
 
 from ..layers import format_shape, trainable_filter
-from ..train._memory import _bytes, readable_size
+from ._memory import _bytes, readable_size
 
 if TYPE_CHECKING:
     from ._network import Sequential

@@ -3,7 +3,7 @@
 The compile configuration (``_compile``), the pure step functions (``_step``), the
 training state (``_state``), the compiled programs (``_programs``), the loop that
 drives them (``_loop``), the position a checkpoint resumes from (``_position``), the
-placement of state on the devices, memory reports (``_memory``) and what ``fit``
+placement of state on the devices, and what ``fit``
 accepts as data (``data_adapters``). The model classes are in `phalanx.models`,
 the layers in `phalanx.layers`, losses, metrics and optimizers in their own
 packages, as in Keras 3 (``keras/src/trainers`` beside ``keras/src/models``).

@@ -40,7 +40,7 @@ from ..errors import (
     ScopeError,
 )
 from ..layers import trainable_filter
-from . import _first_batch, _loop, _memory, _model_parallel, _multi_output, _override, _step
+from . import _first_batch, _loop, _model_parallel, _multi_output, _override, _step
 from . import _position as _checkpointing
 from . import _programs as _sharded
 from ._compile import CompileConfig, finalize_weights, resolve_compile
@@ -76,7 +76,7 @@ class Trainer(StatelessMethods):
         self._position = _checkpointing.TrainPosition()
         self._pending: tuple | None = None
         self._resume: _checkpointing.TrainPosition | None = None
-        self._train_signature: tuple | None = None  # the last fit's step shapes (_memory)
+        self._train_signature: tuple | None = None  # the last fit's step shapes (models/_memory)
         self.stop_training = False
         # Keras 3: a callback sets these to end evaluate/predict after the current batch.
         self.stop_evaluating = False
@@ -361,6 +361,10 @@ class Trainer(StatelessMethods):
         self._state_tree, self._state_leaves = None, leaves
         return logs
 
+    def _annotate_paths(self, module: nnx.Module) -> None:
+        """Records each parameter's Keras path on it, which a layout map matches."""
+        _model_parallel.annotate_paths(self._strategy, module)
+
     def _init_state(self) -> None:
         if self._state is not None:
             return
@@ -369,7 +373,7 @@ class Trainer(StatelessMethods):
         regularizers.pop_activity(module)  # an eager call's outputs, not training state
         style = _step.module_call_style(module)
         trainable = trainable_filter(module)  # nnx.Param, less the frozen layers' weights
-        _model_parallel.annotate_paths(self._strategy, module)  # a layout map matches them
+        self._annotate_paths(module)
         if style["takes_training"]:  # the mode is an argument: one graph serves both
             train_graphdef, params, rest = nnx.split(module, trainable, ...)
             eval_graphdef = train_graphdef
@@ -663,7 +667,7 @@ class Trainer(StatelessMethods):
             begin(ex.first_step)
             dev_logs = self._run_program(kind, ex, adapter)
             if kind == "train" and ex.first_step == start:  # summary()'s memory analysis
-                self._train_signature = _memory.step_signature(ex)
+                self._train_signature = ex.signature()
             if kind == "train":
                 self._position = _checkpointing.TrainPosition(
                     epoch, ex.first_step + ex.steps, ex.input_state

@@ -47,6 +47,24 @@ class Execution(NamedTuple):
     input_state: Any = None
     data: Any = None
 
+    def signature(self) -> tuple:
+        """What ``fit`` passes to its training program besides the state, as shapes
+        (``Model.summary``'s memory report compiles the step again from it).
+
+        Returns:
+          ``(resident, (data, xs, steps))`` with arrays as ``jax.ShapeDtypeStruct``
+          (with their shardings), so that keeping it holds no device memory.
+        """
+        return self.data is not None, jax.tree.map(_spec, (self.data, self.xs, self.steps))
+
+
+def _spec(x: Any) -> Any:
+    if isinstance(x, jax.Array):
+        return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding, weak_type=x.weak_type)
+    if isinstance(x, np.ndarray):
+        return jax.ShapeDtypeStruct(x.shape, x.dtype)
+    return x
+
 
 def padded_width(batch_size: int, num_replicas: int) -> int:
     """The rows a step holds for a global batch of ``batch_size``: the next multiple of the replicas.

@@ -28,9 +28,8 @@ import flax.nnx as nnx
 import jax
 import numpy as np
 
+from ..errors import FitInputError
 from ..layers import trainable_filter
-from . import _model_parallel
-from .data_adapters._checks import FitInputError
 
 
 class StepMemory(NamedTuple):
@@ -58,27 +57,6 @@ class VariableMemory(NamedTuple):
     optimizer: int | None
     optimizer_whole: int | None
     from_arrays: bool
-
-
-def step_signature(ex: Any) -> tuple:
-    """What ``fit`` passed to its training program besides the state, as shapes.
-
-    Args:
-      ex: an ``Execution`` of the training loop (its ``data``, ``xs``, ``steps``).
-
-    Returns:
-      ``(resident, (data, xs, steps))`` with arrays as ``jax.ShapeDtypeStruct``
-      (with their shardings), so that keeping it holds no device memory.
-    """
-    return ex.data is not None, jax.tree.map(_spec, (ex.data, ex.xs, ex.steps))
-
-
-def _spec(x: Any) -> Any:
-    if isinstance(x, jax.Array):
-        return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding, weak_type=x.weak_type)
-    if isinstance(x, np.ndarray):
-        return jax.ShapeDtypeStruct(x.shape, x.dtype)
-    return x
 
 
 def _per_device(x: Any, sharding: Any = None) -> int:
@@ -127,7 +105,7 @@ def variable_memory(model: Any) -> VariableMemory:
         from_arrays = True
     else:
         module = model._module
-        _model_parallel.annotate_paths(model.distribute_strategy, module)  # as fit does
+        model._annotate_paths(module)  # as fit does
         trainable = trainable_filter(module)
         trained = nnx.state(module, trainable)
         held = nnx.state(module, nnx.Any(nnx.BatchStat, nnx.All(nnx.Param, nnx.Not(trainable))))
@@ -215,7 +193,7 @@ def prepare_step(model: Any, training_batch: Any) -> None:
         class_weight=None,
     )
     executions = model._prepared(adapter, 0, where="summary's training_batch")
-    model._train_signature = step_signature(next(executions))
+    model._train_signature = next(executions).signature()
 
 
 def memory_lines(model: Any) -> list[str]:
