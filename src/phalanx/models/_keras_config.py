@@ -14,6 +14,7 @@ import jax
 
 from ..errors import KerasFileError
 from ..layers import InputLayer, Layer, is_symbolic
+from ..mixed_precision import LossScaleOptimizer
 from . import _subclassed
 
 # phalanx-only arguments (not Keras's) that a layer's config must not carry.
@@ -107,13 +108,11 @@ def _model_dtype(model: Any) -> dict:
     """``{"dtype": mixed_float16's policy}`` for a model whose ``compile`` added a
     ``LossScaleOptimizer`` (the policy was ``mixed_float16``), so that Keras's ``compile``
     adds it too and reads its variables; else nothing (Keras: the global policy)."""
-    config = getattr(model, "_config", None)
-    args = getattr(model, "_compile_args", None) or {}
-    optimizer = getattr(config, "optimizer", None)
-    if type(optimizer).__name__ != "LossScaleOptimizer" or (
-        type(args.get("optimizer")).__name__ == "LossScaleOptimizer"
-    ):
+    if not isinstance(model.optimizer, LossScaleOptimizer):
         return {}
+    given = model.get_compile_config().get("optimizer")
+    if isinstance(given, dict) and given.get("class_name") == "LossScaleOptimizer":
+        return {}  # the user's own, not the policy's
     return {"dtype": _policy_entry("mixed_float16")}
 
 

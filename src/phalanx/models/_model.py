@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import regularizers
+from .. import regularizers, saving
 from ..distribute import Strategy, get_strategy
 from ..errors import KerasFileError, LayerArgumentError, WeightsFileError, WeightsFileExistsError
 from ..io import _fs
@@ -251,6 +252,65 @@ class Model(Trainer, ModelIntrospection):
             )
         _refuse_overwrite(filepath, overwrite)
         _keras_files.save_model(self, filepath, _keras_config.model_config(self))
+
+    def get_compile_config(self) -> dict:
+        """``compile``'s arguments, serialized as Keras 3's ``Model.get_compile_config``.
+
+        The dict is what ``save`` writes as the ``.keras`` file's ``compile_config``
+        and what `compile_from_config` (and ``load_model``) compiles a model with.
+
+        Returns:
+          ``{"optimizer", "loss", "loss_weights", "metrics", "weighted_metrics",
+          "run_eagerly", "steps_per_execution", "jit_compile"}``, optimizers,
+          losses and metrics as Keras names or ``{"module", "class_name", "config"}``
+          entries; ``{}`` when the model is not compiled, as in Keras, and (unlike
+          Keras) when an argument is code a file could not rebuild (an optax
+          transformation, a function of your own, a learning-rate schedule).
+
+        Examples:
+          >>> model = phalanx.models.Sequential([phalanx.layers.Dense(1)])
+          >>> model.get_compile_config()
+          {}
+          >>> model.compile(optimizer="adam", loss="mse")
+          >>> model.get_compile_config()["loss"]
+          'mse'
+        """
+        return saving.compile_config(self) or {}
+
+    def compile_from_config(self, config: dict) -> None:
+        """Compiles the model with a config from `get_compile_config`, as Keras 3 does.
+
+        A subclass that overrides ``compile`` is not compiled: Keras then warns
+        and returns, and so does phalanx (override ``compile_from_config`` too,
+        or call ``compile`` yourself).
+
+        Args:
+          config: a dict as `get_compile_config` returns it, or a ``.keras``
+            file's ``compile_config`` (Keras-written files' included).
+
+        Raises:
+          KerasFileError: a ``{"class_name", "config"}`` entry names an optimizer,
+            loss or metric phalanx does not have, or an argument phalanx's does
+            not take.
+          UnknownNameError: a name (``"nonesuch"``) is none of phalanx's, as
+            ``compile`` raises it.
+
+        Examples:
+          >>> model = phalanx.models.Sequential([phalanx.layers.Dense(1)])
+          >>> model.compile_from_config({"optimizer": "sgd", "loss": "mse"})
+          >>> model.get_compile_config()["optimizer"]
+          'sgd'
+        """
+        if type(self).compile is not Model.compile:
+            warnings.warn(
+                "compile_from_config did not call compile(): the model's compile() is "
+                "custom. Override get_compile_config() and compile_from_config(config) "
+                "too, or call compile() yourself.",
+                UserWarning,
+                stacklevel=2,
+            )
+            return
+        saving.compile_from_config(self, config)
 
     def export(
         self,

@@ -18,6 +18,7 @@ import warnings
 from typing import Any
 
 from .. import losses, metrics
+from ..errors import KerasFileError
 from ..mixed_precision import _policy
 from ..optimizers import _optimizers
 
@@ -59,10 +60,18 @@ def compile_config(model: Any) -> dict | None:
         return None
 
 
-def compile_from_config(model: Any, config: dict, path: str, loss_scaled: bool = False) -> None:
-    """Compiles ``model`` with a file's ``compile_config`` (warns and leaves it if it cannot);
-    ``loss_scaled``: the file's model is ``mixed_float16``, whose ``compile`` Keras makes wrap
-    the optimizer in a ``LossScaleOptimizer``, as phalanx's does under that global policy."""
+def compile_from_config(
+    model: Any, config: dict, path: str | None = None, loss_scaled: bool = False
+) -> None:
+    """Compiles ``model`` with a ``compile_config``: a file's at ``path`` (warns and leaves it
+    uncompiled if it cannot), else ``Model.compile_from_config``'s (raises); ``loss_scaled``:
+    the file's model is ``mixed_float16``, whose ``compile`` Keras makes wrap the optimizer
+    in a ``LossScaleOptimizer``, as phalanx's does under that global policy."""
+    if not isinstance(config, dict):
+        raise KerasFileError(
+            "compile_from_config takes a dict as get_compile_config() returns it; got "
+            f"{type(config).__name__}."
+        )
     try:
         optimizer = _optimizer_from(config.get("optimizer") or "rmsprop")
         if loss_scaled and not isinstance(optimizer, _policy.LossScaleOptimizer):
@@ -76,6 +85,11 @@ def compile_from_config(model: Any, config: dict, path: str, loss_scaled: bool =
             "steps_per_execution": int(config.get("steps_per_execution") or 1),
         }
     except _NotSerializable as e:
+        if path is None:
+            raise KerasFileError(
+                f"compile_from_config cannot compile with {config!r}: {e}. Give names or "
+                "entries of phalanx's optimizers, losses and metrics, or call compile()."
+            ) from None
         warnings.warn(
             f"{path!r}: the model was loaded uncompiled: {e}. Call model.compile(...) "
             "before fit or evaluate.",
