@@ -206,13 +206,35 @@ def test_a_fit_resumed_from_a_loss_scaled_file_equals_the_uninterrupted_one(tmp_
     assert float(state.scale) == 8.0 * 2**6  # doubled every 3 of the 20 steps
 
 
-def test_gradient_accumulation_state_is_not_read_and_the_warning_says_so(tmp_path):
-    ref = _keras_model(keras.optimizers.Adam(0.01, gradient_accumulation_steps=2))
+@pytest.mark.parametrize("use_ema", [False, True])
+def test_gradient_accumulation_state_both_ways(tmp_path, use_ema):
+    """Keras's ``gradient_accumulator`` family (after the averages, before the slots) and its
+    step counter (every step; ``iterations`` counts updates), saved mid-accumulation (10
+    steps of 7: one update, 3 gradients summed since): the fits go on as Keras's reload."""
+
+    def optimizer(k):
+        return k.Adam(0.01, gradient_accumulation_steps=7, use_ema=use_ema, ema_momentum=0.9)
+
+    ref = _keras_model(optimizer(keras.optimizers))
     _fit(ref)
-    ref.save(tmp_path / "acc.keras")
-    with pytest.warns(UserWarning, match="gradient_accumulation_steps=2: phalanx neither"):
-        ours = px.models.load_model(tmp_path / "acc.keras")
-    assert int(ours.optimizer.iterations) == 0
+    ref.save(tmp_path / "keras.keras")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # nothing skipped
+        ours = px.models.load_model(tmp_path / "keras.keras")
+    theirs = keras.models.load_model(tmp_path / "keras.keras")
+    assert int(ours.optimizer.iterations) == int(theirs.optimizer.iterations) == 1
+    np.testing.assert_allclose(_fit(ours), _fit(theirs), rtol=1e-6)
+    _assert_same_weights(ours, theirs)
+    ours.save(tmp_path / "ours.keras")
+    back = keras.models.load_model(tmp_path / "ours.keras")
+    got, want = back.optimizer.variables, theirs.optimizer.variables
+    # The same variables in the same order (their names carry each model's name).
+    assert [(v.path.rsplit("_", 1)[-1], v.shape) for v in got] == [
+        (v.path.rsplit("_", 1)[-1], v.shape) for v in want
+    ]
+    assert sum(v.path.endswith("gradient_accumulator") for v in got) == 4
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-6, err_msg=b.path)
 
 
 def test_mixed_float16_files_keep_the_loss_scale_both_ways(tmp_path):

@@ -31,9 +31,14 @@ first): phalanx's ``MovingAverageState.average``. A ``LossScaleOptimizer``'s
 variables are its own ``iteration`` and ``learning_rate`` (Keras keeps them at
 0), ``step_counter`` and ``dynamic_scale`` (created by its ``build``), then its
 inner optimizer's: phalanx's ``LossScaleState(scale, good_steps, inner)``.
-Other optimizers (an optax transformation, ``gradient_accumulation_steps``)
-have no Keras layout here: their state is not written, and a file's is not
-read (a warning naming why).
+``gradient_accumulation_steps=k`` adds Keras's ``gradient_accumulator`` family
+(the gradients summed since the last update, one per weight) after the
+averages, before the slots (Keras's ``BaseOptimizer.build``); ``iteration`` then
+counts every step (Keras's ``_iterations``; ``iterations`` is it floor-divided
+by ``k``): phalanx's ``AccumulateState(count, grads, inner)``, the update rule's
+own counts being the updates. Other optimizers (an optax transformation) have
+no Keras layout here: their state is not written, and a file's is not read (a
+warning naming why).
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ import jax
 import numpy as np
 
 from ..mixed_precision import _policy
-from ..optimizers import MovingAverageState
+from ..optimizers import AccumulateState, MovingAverageState
 from ..optimizers import _optimizers as o
 
 
@@ -59,11 +64,6 @@ def _unsupported(optimizer: Any) -> str | None:
     """Why ``optimizer``'s state has no Keras layout here, or None when it has one."""
     if isinstance(optimizer, _policy.LossScaleOptimizer):
         return _unsupported(optimizer.inner_optimizer)
-    if getattr(optimizer, "gradient_accumulation_steps", None):
-        return (
-            f"gradient_accumulation_steps={optimizer.gradient_accumulation_steps}: phalanx "
-            "neither writes nor reads Keras's gradient accumulators"
-        )
     if _families(optimizer) is None:
         return f"{type(optimizer).__name__} has no Keras layout (not a phalanx optimizer)"
     return None
@@ -90,6 +90,22 @@ def _families(optimizer: Any) -> list[list[_Slot]] | None:
     if kind is o.Adagrad:
         return [[_Slot("accumulator", ("sum_of_squares",), 0)]]
     return None
+
+
+def _accumulation(optimizer: Any) -> int:
+    """``gradient_accumulation_steps``, or 0 without accumulation."""
+    return int(getattr(optimizer, "gradient_accumulation_steps", None) or 0)
+
+
+def _is_accumulate(node: Any) -> bool:
+    """Whether ``node`` is ``accumulate_gradients``' state (count, grads, inner)."""
+    return isinstance(node, AccumulateState)
+
+
+def _accumulate_path(opt_state: Any) -> tuple:
+    """Where ``accumulate_gradients``' state is: inside ``use_ema``'s, if any."""
+    state = opt_state.inner_state
+    return ("inner_state",) if _is_accumulate(state) else ("inner_state", "inner")
 
 
 def _get(state: Any, path: tuple) -> Any:
@@ -192,6 +208,9 @@ def _variables(optimizer, opt_state, step, params, paths) -> list[np.ndarray]:
     if optimizer.use_ema:
         average = jax.tree.leaves(_moving_average(opt_state).average)
         out += [np.asarray(average[i], np.float32) for i in order]
+    if _accumulation(optimizer):
+        summed = jax.tree.leaves(_get(opt_state, _accumulate_path(opt_state)).grads)
+        out += [np.asarray(summed[i], np.float32) for i in order]
     direction = _get(opt_state, _direction_path(optimizer, opt_state, params))
     for family in _families(optimizer):
         trees = [jax.tree.leaves(_get(direction, slot.path)) for slot in family]
@@ -224,8 +243,8 @@ def restore_keras_variables(
 
     A file whose variables do not fit the optimizer (another optimizer, a model
     of other weights) warns as Keras does and leaves the optimizer fresh; so
-    does an optimizer without Keras's layout (an optax transformation,
-    ``gradient_accumulation_steps``), the warning naming it.
+    does an optimizer without Keras's layout (an optax transformation), the
+    warning naming it.
 
     Raises:
       KerasFileError: from ``read``: a variable's shape differs from its weight's.
@@ -263,13 +282,14 @@ def _restore(optimizer, opt_state, params, paths, stored, where, own: int):
     """`restore_keras_variables` for a phalanx optimizer whose variables follow ``own`` others."""
     head, order, families = _head(optimizer), _order(params, paths), _families(optimizer)
     averages = len(order) if optimizer.use_ema else 0
-    want = head + averages + sum(len(f) for f in families) * len(order)
+    accumulators = len(order) if _accumulation(optimizer) else 0
+    want = head + averages + accumulators + sum(len(f) for f in families) * len(order)
     count, read = stored
     if count not in (want, head):
         _skip(optimizer, where, f"it has {own + want} variables whereas the file has {own + count}")
         return None
     step = int(read(0, ()))
-    opt_state = _with_counts(opt_state, step)
+    opt_state = _with_counts(opt_state, step, _accumulation(optimizer) or 1)
     if head == 2:
         hyperparams = dict(opt_state.hyperparams, learning_rate=np.float32(read(1, ())))
         opt_state = opt_state._replace(hyperparams=hyperparams)
@@ -284,6 +304,15 @@ def _restore(optimizer, opt_state, params, paths, stored, where, own: int):
             position += 1
         average = jax.tree.structure(ema.average).unflatten(leaves)
         opt_state = opt_state._replace(inner_state=ema._replace(average=average))
+    if accumulators:
+        at = _accumulate_path(opt_state)
+        accumulate = _get(opt_state, at)
+        leaves = list(jax.tree.leaves(accumulate.grads))
+        for i in order:
+            leaves[i] = np.asarray(read(position, np.shape(leaves[i])), np.float32)
+            position += 1
+        summed = jax.tree.structure(accumulate.grads).unflatten(leaves)
+        opt_state = _set(opt_state, at, accumulate._replace(grads=summed))
     lr = _lr(opt_state)
     where_direction = _direction_path(optimizer, opt_state, params)
     direction = _get(opt_state, where_direction)
@@ -300,15 +329,19 @@ def _restore(optimizer, opt_state, params, paths, stored, where, own: int):
     return _set(opt_state, where_direction, direction), step
 
 
-def _with_counts(state: Any, step: int) -> Any:
-    """``state`` with every optax ``count`` (steps taken) set to ``step``."""
+def _with_counts(state: Any, step: int, accumulation: int = 1) -> Any:
+    """``state`` with every optax ``count`` (steps taken) set to ``step``; inside
+    ``accumulate_gradients``' state, the updates ``step // accumulation``."""
+    if _is_accumulate(state):
+        inner = _with_counts(state.inner, step // accumulation)
+        return state._replace(count=np.asarray(step, np.asarray(state.count).dtype), inner=inner)
     if isinstance(state, tuple) and hasattr(state, "_fields"):
-        fields = {f: _with_counts(getattr(state, f), step) for f in state._fields}
+        fields = {f: _with_counts(getattr(state, f), step, accumulation) for f in state._fields}
         if "count" in fields:
             fields["count"] = np.asarray(step, np.asarray(state.count).dtype)
         return type(state)(**fields)
     if isinstance(state, tuple):
-        return tuple(_with_counts(s, step) for s in state)
+        return tuple(_with_counts(s, step, accumulation) for s in state)
     return state
 
 
