@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pytest
 
+from tests_support import child_xla_flags
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", flags=re.S | re.M)
@@ -88,8 +90,11 @@ def _env(devices: int) -> dict[str, str]:
         and k not in ("TF_CONFIG", "JOB_COMPLETION_INDEX")
     }
     env["JAX_PLATFORMS"] = "cpu"
+    # The suite's compile flags (tests/conftest.py: faster XLA:CPU compiles, same results);
+    # no device count but the block's own.
+    env["XLA_FLAGS"] = child_xla_flags()
     if devices > 1:
-        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+        env["XLA_FLAGS"] += f" --xla_force_host_platform_device_count={devices}"
     return env
 
 

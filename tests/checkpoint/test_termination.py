@@ -37,6 +37,7 @@ from phalanx.checkpoint import (
     gce_termination_watcher,
 )
 from phalanx.errors import CheckpointError
+from tests_support import child_xla_flags
 
 SCRIPT = Path(__file__).parent / "scripts" / "notice_train.py"
 TIMEOUT_S = 240
@@ -242,7 +243,8 @@ def test_not_on_gce_without_its_environment(monkeypatch):
 
 
 def _run(out, *flags, env=None, expect=0):
-    env = {**{k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}, **(env or {})}
+    # The suite's compile flags without its 8 devices.
+    env = {**os.environ, "XLA_FLAGS": child_xla_flags(), **(env or {})}
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), str(out), *map(str, flags)],
         capture_output=True,

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests_support import child_xla_flags
+
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = 12  # before the fix, 2 runs in 3 aborted
 AT_ONCE = 4
@@ -48,8 +50,9 @@ def _readme_block(heading: str) -> str:
 def _run_many(script: str, tmp_path: Path) -> list[tuple[int, str]]:
     path = tmp_path / "script.py"
     path.write_text(script)
+    # The suite's compile flags without its device count (PHALANX_CPU_DEVICES sets it).
     env = {**os.environ, "PHALANX_CPU_DEVICES": "8", "JAX_PLATFORMS": "cpu"}
-    env.pop("XLA_FLAGS", None)
+    env["XLA_FLAGS"] = child_xla_flags()
 
     def once(_):
         p = subprocess.run(

@@ -12,6 +12,8 @@ import textwrap
 
 import pytest
 
+from tests_support import child_xla_flags
+
 MANY_STEPS = textwrap.dedent(
     """
     import jax, jax.numpy as jnp, numpy as np
@@ -36,8 +38,9 @@ MANY_STEPS = textwrap.dedent(
 
 
 def test_a_thousand_unblocked_run_steps_on_8_devices(tmp_path):
+    # The suite's compile flags without its device count (PHALANX_CPU_DEVICES sets it).
     env = {**os.environ, "PHALANX_CPU_DEVICES": "8", "JAX_PLATFORMS": "cpu"}
-    env.pop("XLA_FLAGS", None)
+    env["XLA_FLAGS"] = child_xla_flags()
     out = subprocess.run(
         [sys.executable, "-c", MANY_STEPS.replace("STEPS", "1000")],
         env=env,
