@@ -5,6 +5,7 @@ Tests that need 1 or 2 devices build their strategies on a subset
 """
 
 import os
+import sys
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # XLA:CPU compiles a program 2-3x faster with its legacy fusion emitters and LLVM's
@@ -35,6 +36,17 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     os.environ["JAX_COMPILATION_CACHE_DIR"] = _cache
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+
+# The suite starts hundreds of Python subprocesses (launches, doc blocks, kill-and-resume
+# runs), each importing phalanx from this source tree. Where PYTHONDONTWRITEBYTECODE is set,
+# each one compiled phalanx's 60k lines again (about 1.6 s CPU a process): they are
+# byte-compiled once here, and Python reads those files whatever the variable says.
+if sys.dont_write_bytecode:
+    import compileall
+    import importlib.util
+
+    _src = importlib.util.find_spec("phalanx").submodule_search_locations[0]
+    compileall.compile_dir(_src, quiet=1, workers=1)
 
 import jax  # noqa: E402
 import pytest  # noqa: E402
