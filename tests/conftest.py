@@ -73,6 +73,7 @@ def _fresh_random_defaults():
 
 def pytest_collection_modifyitems(config, items):
     """The tests marked ``slow`` (multi-process, tens of seconds each) run first: with
-    ``-n 2`` the workers then end together on the short tests instead of one of them
-    finishing a long one alone (CI time)."""
+    ``-n 2 --dist worksteal`` (the README's command) the workers end together on the short
+    tests instead of one finishing a long one alone (CI time). Under ``--dist load`` one
+    worker would get them all in its first chunk of consecutive tests."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
