@@ -184,7 +184,7 @@ def test_a_stopped_process_is_named_with_what_it_last_did_within_the_heartbeat()
     print(f"SIGSTOP of process 1 -> launcher exit: {seconds:.2f} s")
     assert code == 128 + signal.SIGSTOP, out + err
     assert re.search(
-        r"process 1 is stopped \(SIGSTOP or SIGTSTP: suspended, not dead\) for 5\.\d s, it last reported step \d+, (phase 'train'|stopped \(not in a step\)), \d+\.\d s ago \(its watchdog's ledger\)",
+        r"process 1 is stopped \(SIGSTOP or SIGTSTP: suspended, not dead\) for 5\.\d s, it last reported step \d+, (phase 'train'|stopped \(not in a step\)), \d+\.\d s ago(, waiting)? \(its watchdog's ledger\)",
         err,
     ), err
     assert "failed: process 1 was stopped" in err and "process 0 was killed" not in err, err

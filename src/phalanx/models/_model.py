@@ -268,6 +268,7 @@ class Model(Trainer, ModelIntrospection):
           transformation, a function of your own, a learning-rate schedule).
 
         Examples:
+          >>> import phalanx
           >>> model = phalanx.models.Sequential([phalanx.layers.Dense(1)])
           >>> model.get_compile_config()
           {}
@@ -296,6 +297,7 @@ class Model(Trainer, ModelIntrospection):
             ``compile`` raises it.
 
         Examples:
+          >>> import phalanx
           >>> model = phalanx.models.Sequential([phalanx.layers.Dense(1)])
           >>> model.compile_from_config({"optimizer": "sgd", "loss": "mse"})
           >>> model.get_compile_config()["optimizer"]
