@@ -300,8 +300,8 @@ class Model(Trainer, ModelIntrospection):
           >>> import phalanx
           >>> model = phalanx.models.Sequential([phalanx.layers.Dense(1)])
           >>> model.compile_from_config({"optimizer": "sgd", "loss": "mse"})
-          >>> model.get_compile_config()["optimizer"]
-          'sgd'
+          >>> model.get_compile_config()["optimizer"]["class_name"]
+          'SGD'
         """
         if type(self).compile is not Model.compile:
             warnings.warn(
