@@ -29,13 +29,14 @@ from ._optimizers import get as get
 # isort: split
 # For phalanx's own packages (not public API, absent from __all__): Keras's scalar
 # variables, schedule steps, the moving average and the gradient accumulation that
-# compile and saving read.
+# compile and saving read; one optimizer per part of a model (compile's dict).
 from ._keras_scalars import KerasFloat as KerasFloat
 from ._keras_scalars import KerasInt as KerasInt
 from ._learning_rate import schedule_count as schedule_count
 from ._options import AccumulateState as AccumulateState
 from ._options import MovingAverageState as MovingAverageState
 from ._options import moving_average_of as moving_average_of
+from ._part_optimizers import PartOptimizers as PartOptimizers
 
 __all__ = [
     "SGD",

@@ -23,9 +23,8 @@ from .. import optimizers as _optimizers
 from ..constraints import _constraints
 from ..errors import CompileArgumentError
 from ..mixed_precision import _policy as _mixed_precision
-from ..optimizers import KerasFloat, KerasInt, moving_average_of
+from ..optimizers import KerasFloat, KerasInt, PartOptimizers, moving_average_of
 from . import _multi_output
-from ._override import PartOptimizers
 
 if TYPE_CHECKING:
     from ._trainer import Trainer as Model
