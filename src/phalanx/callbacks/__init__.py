@@ -62,6 +62,11 @@ from ._reduce_lr_on_plateau import ReduceLROnPlateau as ReduceLROnPlateau
 from ._tensorboard import TensorBoard as TensorBoard
 from ._terminate_on_nan import TerminateOnNaN as TerminateOnNaN
 
+# isort: split
+# For phalanx's own packages (not public API, absent from __all__): the logs' clean-up
+# that fit applies to an overridden step's logs.
+from ._callback_list import pythonify_logs as pythonify_logs
+
 __all__ = [
     "BackupAndRestore",
     "CSVLogger",

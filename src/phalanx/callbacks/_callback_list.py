@@ -24,12 +24,13 @@ def _flatten(callbacks: Any) -> list[Any]:
     return [cb for item in callbacks for cb in _flatten(item)]
 
 
-def _pythonify_logs(logs: Logs | None) -> Logs:
-    """Keras's batch-log clean-up: keys sorted, values as Python floats when they convert."""
+def pythonify_logs(logs: Logs | None) -> Logs:
+    """Keras's ``pythonify_logs``: nested dicts flattened, keys sorted, values as Python floats
+    when they convert (the batch logs callbacks get; an overridden step's logs)."""
     result: Logs = {}
     for key, value in sorted((logs or {}).items()):
         if isinstance(value, dict):
-            result.update(_pythonify_logs(value))
+            result.update(pythonify_logs(value))
             continue
         with contextlib.suppress(TypeError, ValueError):
             value = float(value)
@@ -152,7 +153,7 @@ class CallbackList(Callback):
 
     def on_batch_end(self, batch: int, logs: Logs | None = None) -> None:
         """Forwards ``on_batch_end`` with cleaned logs."""
-        self._each("on_batch_end", batch, _pythonify_logs(logs))
+        self._each("on_batch_end", batch, pythonify_logs(logs))
 
     def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
         """Forwards ``on_epoch_begin``."""
@@ -169,7 +170,7 @@ class CallbackList(Callback):
 
     def on_train_batch_end(self, batch: int, logs: Logs | None = None) -> None:
         """Forwards ``on_train_batch_end`` with cleaned logs."""
-        self._each("on_train_batch_end", batch, _pythonify_logs(logs))
+        self._each("on_train_batch_end", batch, pythonify_logs(logs))
 
     def on_test_batch_begin(self, batch: int, logs: Logs | None = None) -> None:
         """Forwards ``on_test_batch_begin``."""
@@ -177,7 +178,7 @@ class CallbackList(Callback):
 
     def on_test_batch_end(self, batch: int, logs: Logs | None = None) -> None:
         """Forwards ``on_test_batch_end`` with cleaned logs."""
-        self._each("on_test_batch_end", batch, _pythonify_logs(logs))
+        self._each("on_test_batch_end", batch, pythonify_logs(logs))
 
     def on_predict_batch_begin(self, batch: int, logs: Logs | None = None) -> None:
         """Forwards ``on_predict_batch_begin``."""

@@ -475,19 +475,3 @@ def predictions(ex, outputs: list) -> list:
     """An override predict execution's outputs on the host, one pytree per real step."""
     host = jax.device_get(outputs)
     return [jax.tree.map(lambda a, s=s: a[:s], h) for h, s in zip(host, ex.sizes, strict=True)]
-
-
-def pythonify_logs(logs: Any) -> dict:
-    """Keras's ``pythonify_logs``: floats, nested dicts flattened, keys sorted."""
-    result: dict = {}
-    if not isinstance(logs, dict):
-        return {"logs": float(logs)} if logs is not None else result
-    for key, value in sorted(logs.items()):
-        if isinstance(value, dict):
-            result.update(pythonify_logs(value))
-        else:
-            try:
-                result[key] = float(value)
-            except TypeError:
-                result[key] = value
-    return result

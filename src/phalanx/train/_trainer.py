@@ -30,6 +30,7 @@ import numpy as np
 from .. import optimizers as _optimizers
 from .. import regularizers
 from .._random import model_seed
+from ..callbacks import CallbackList, pythonify_logs
 from ..constraints import _constraints
 from ..distribute import DefaultStrategy, get_strategy
 from ..errors import (
@@ -628,8 +629,6 @@ class Trainer(StatelessMethods):
         return logs
 
     def _callbacks(self, callbacks, verbose, *, epochs, steps, progbar=True):
-        from ..callbacks import CallbackList
-
         _check_verbose(verbose)
         # params["verbose"] stays "auto" when not given, as Keras 3 (ProgbarLogger reads it as 1).
         verbose = verbose if verbose == "auto" else int(verbose)
@@ -770,7 +769,10 @@ class Trainer(StatelessMethods):
     def _fetch_logs(self, ex, dev_logs) -> dict:
         del ex
         if self._overrides:  # an override's logs, as Keras reports them
-            return _override.pythonify_logs(jax.device_get(dev_logs))
+            logs = jax.device_get(dev_logs)
+            if not isinstance(logs, dict):  # a bare value (None: no logs)
+                logs = {} if logs is None else {"logs": logs}
+            return pythonify_logs(logs)
         host = jax.device_get(dev_logs)
         self._raise_on_bad_labels(host["_label_check"])
         # Keras's order: the loss, then the metrics as compiled (pytrees sort dict keys).
