@@ -35,6 +35,8 @@ from ._io import as_path as as_path
 from ._io import is_checkpoint as is_checkpoint
 from ._io import is_remote as is_remote
 from ._manifest import check_manifest as check_manifest
+from ._manifest import load_state as load_state
+from ._manifest import state_items as state_items
 from ._preemption import check_termination_config as check_termination_config
 
 __all__ = [

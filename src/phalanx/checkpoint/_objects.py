@@ -54,7 +54,7 @@ from flax import nnx
 from ..cluster import _kv
 from ..data import STATE_FORMAT, share_why
 from ..errors import CheckpointError, CheckpointMismatchError
-from ._manifest import check_manifest
+from ._manifest import check_manifest, is_key
 
 FORMAT = "phalanx.checkpoint/1"
 GATHER_TIMEOUT_S = 120.0
@@ -141,17 +141,12 @@ def _not_array_leaf(obj: Any) -> str | None:
     return None
 
 
-def _is_key(leaf: Any) -> bool:
-    dtype = getattr(leaf, "dtype", None)
-    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
-
-
 def _tree_items(obj: Any) -> tuple[list[str], list[Any], dict[str, dict]]:
     """``(names, arrays, manifest)`` of a tree: leaves by key path, keys as key data."""
     names, arrays, manifest = [], [], {}
     for path, leaf in jax.tree_util.tree_flatten_with_path(_tree_value(obj))[0]:
         name = jax.tree_util.keystr(path) or "[]"
-        if _is_key(leaf):
+        if is_key(leaf):
             data = jax.random.key_data(leaf)
             spec = {"shape": list(data.shape), "dtype": str(data.dtype)}
             spec["key"] = str(jax.random.key_impl(leaf))

@@ -31,6 +31,7 @@ from .. import optimizers as _optimizers
 from .. import regularizers
 from .._random import model_seed
 from ..callbacks import CallbackList, pythonify_logs
+from ..checkpoint import load_state, state_items
 from ..constraints import _constraints
 from ..distribute import DefaultStrategy, get_strategy
 from ..errors import (
@@ -418,7 +419,7 @@ class Trainer(StatelessMethods):
             self.optimizer.pending_learning_rate = None
         if self._pending is not None:  # a checkpoint restored before the state existed
             manifest, arrays = self._pending
-            state = _checkpointing.load_state(state, manifest, arrays)
+            state = load_state(state, manifest, arrays)
             self._pending = None
         self._state = _sharded.place_state(self._strategy, state)
 
@@ -959,7 +960,7 @@ class Trainer(StatelessMethods):
             if not (self.built and self._config is not None):
                 return None
             self._init_state()
-        return _checkpointing.state_items(self._state)[1]
+        return state_items(self._state)[1]
 
     def _checkpoint_items(self) -> tuple[dict, dict, dict]:
         """``(arrays, manifest, data)``: the training state and position to save."""
@@ -975,7 +976,7 @@ class Trainer(StatelessMethods):
         if self._state is None:  # restored, not yet placed: save what was restored
             manifest, arrays = self._pending
         else:
-            arrays, manifest = _checkpointing.state_items(self._state)
+            arrays, manifest = state_items(self._state)
         return arrays, manifest, {"position": self._position.to_json(), "name": self.name}
 
     def _checkpoint_load(self, manifest: dict, arrays: dict, data: dict) -> None:
@@ -984,7 +985,7 @@ class Trainer(StatelessMethods):
         if self._state is None:
             self._pending = (manifest, arrays)  # checked and placed by _init_state
         else:
-            state = _checkpointing.load_state(self._state, manifest, arrays)
+            state = load_state(self._state, manifest, arrays)
             # The restored host arrays are ours alone: placed without another copy.
             self._state = _sharded.place_state(self._strategy, state, copy=False)
         self._position = position
