@@ -25,6 +25,7 @@ from __future__ import annotations
 import collections.abc
 import math
 import re
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,6 +37,7 @@ from jax.sharding import PartitionSpec as P
 
 from ..cluster import initialize
 from ..errors import LayoutError
+from ..layers import keras_path, lookup_path
 
 #: The ``nnx.Variable`` metadata that holds a model variable's Keras path.
 PATH_METADATA = "phalanx_path"
@@ -385,3 +387,39 @@ def key_path(keys: Sequence[Any]) -> str:
             continue
         names.append(str(name))
     return "/".join(names)
+
+
+def annotate_paths(layout_map: LayoutMap, module: nnx.Module) -> None:
+    """Records each parameter's Keras path on it (``PATH_METADATA``), which ``layout_map``
+    matches, and warns of the map's keys that match none of them (a misspelt key leaves whole what it
+    was meant to split, and nothing else would say so)."""
+    keras_paths = []
+    for path, _ in nnx.to_flat_state(nnx.state(module, nnx.Param)):
+        path = tuple(path)
+        keras_paths.append(keras_path(module, path))
+        lookup_path(module, path).set_metadata(**{PATH_METADATA: keras_paths[-1]})
+    _warn_unmatched(layout_map, keras_paths)
+
+
+def _warn_unmatched(layout_map, paths: list[str]) -> None:
+    used = set()
+    for path in paths:
+        parts = path.split("/")
+        for start in range(len(parts)):  # the layout map's suffix rule (LayoutMap.resolve)
+            try:
+                key = layout_map.match("/".join(parts[start:]))
+            except LayoutError:  # several keys match: fit says so when it places them
+                break
+            if key is not None:
+                used.add(key)
+                break
+    unused = [key for key in layout_map if key not in used]
+    if unused:
+        shown = ", ".join(paths[:8]) + (f", ... ({len(paths)} in all)" if len(paths) > 8 else "")
+        warnings.warn(
+            f"LayoutMap keys {unused} match none of the model's variables ({shown}), "
+            "so nothing is split by them. Correct the pattern (matched with re.fullmatch "
+            "against paths like these, as model.weights[i].path) or delete the key.",
+            UserWarning,
+            stacklevel=3,
+        )

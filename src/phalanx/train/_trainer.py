@@ -33,7 +33,7 @@ from .._random import model_seed
 from ..callbacks import CallbackList, pythonify_logs
 from ..checkpoint import load_state, state_items
 from ..constraints import _constraints
-from ..distribute import DefaultStrategy, get_strategy
+from ..distribute import DefaultStrategy, annotate_paths, get_strategy
 from ..errors import (
     CompileArgumentError,
     LabelOutOfRangeError,
@@ -365,7 +365,8 @@ class Trainer(StatelessMethods):
 
     def _annotate_paths(self, module: nnx.Module) -> None:
         """Records each parameter's Keras path on it, which a layout map matches."""
-        _model_parallel.annotate_paths(self._strategy, module)
+        if self._strategy.layout_map is not None:
+            annotate_paths(self._strategy.layout_map, module)
 
     def _init_state(self) -> None:
         if self._state is not None:
