@@ -338,3 +338,32 @@ def wrap_for_policy(optimizer: Any) -> Any:
     if global_policy().name != "mixed_float16" or isinstance(optimizer, LossScaleOptimizer):
         return optimizer
     return LossScaleOptimizer(optimizer)
+
+
+class LossScaleOptimizerHandle(optimizers.OptimizerHandle, LossScaleOptimizer):
+    """``model.optimizer`` under ``mixed_float16``: a ``LossScaleOptimizer``, as Keras 3's
+    (``isinstance`` holds), with the live ``learning_rate``/``iterations`` of the handle and
+    the live ``dynamic_scale``; everything else is the wrapped optimizer's."""
+
+    @property
+    def dynamic_scale(self) -> float:  # type: ignore[override]
+        """The loss scale now (Keras's ``dynamic_scale`` variable)."""
+        state = self._model._state
+        scale = None if state is None else loss_scale(state.opt_state)
+        if scale is None:
+            return optimizers.KerasFloat(self._optimizer.initial_scale)
+        return optimizers.KerasFloat(jax.device_get(scale))
+
+    def to_optax(self) -> optax.GradientTransformation:
+        """The wrapped optimizer's transformation."""
+        return self._optimizer.to_optax()
+
+    def get_config(self) -> dict:
+        """The wrapped optimizer's config."""
+        return self._optimizer.get_config()
+
+    def scale_loss(self, loss: Any, opt_state: Any = None) -> Any:
+        """``loss`` times the scale of ``opt_state`` (default: the model's state now)."""
+        if opt_state is None and self._model._state is not None:
+            opt_state = self._model._state.opt_state
+        return self._optimizer.scale_loss(loss, opt_state)

@@ -29,7 +29,9 @@ from ._optimizers import get as get
 # isort: split
 # For phalanx's own packages (not public API, absent from __all__): Keras's scalar
 # variables, schedule steps, the moving average and the gradient accumulation that
-# compile and saving read; one optimizer per part of a model (compile's dict).
+# compile and saving read; model.optimizer's handle; one optimizer per part of a model
+# (compile's dict).
+from ._handle import OptimizerHandle as OptimizerHandle
 from ._keras_scalars import KerasFloat as KerasFloat
 from ._keras_scalars import KerasInt as KerasInt
 from ._learning_rate import schedule_count as schedule_count

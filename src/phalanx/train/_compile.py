@@ -3,8 +3,8 @@
 Optimizers, losses and metrics are resolved by their own modules
 (``optimizers.get``, ``losses.get``, ``metrics.get``); this module ties them
 together (``"accuracy"`` depends on the loss) and gives ``model.optimizer``,
-the handle through which callbacks read and set the learning rate in the
-optimizer state without recompiling.
+the handle (``phalanx.optimizers``' ``OptimizerHandle``) through which callbacks
+read and set the learning rate in the optimizer state without recompiling.
 """
 
 from __future__ import annotations
@@ -20,10 +20,9 @@ import optax
 from .. import losses as _losses
 from .. import metrics as _metrics
 from .. import optimizers as _optimizers
-from ..constraints import _constraints
 from ..errors import CompileArgumentError
 from ..mixed_precision import _policy as _mixed_precision
-from ..optimizers import KerasFloat, KerasInt, PartOptimizers, moving_average_of
+from ..optimizers import OptimizerHandle, PartOptimizers, moving_average_of
 from . import _multi_output
 
 if TYPE_CHECKING:
@@ -50,120 +49,8 @@ class CompileConfig:
         if isinstance(self.optimizer, _optimizers.Optimizer | _mixed_precision.LossScaleOptimizer):
             self.optimizer._bind_model(model)  # not an optax transform
         if isinstance(self.optimizer, _mixed_precision.LossScaleOptimizer):
-            return LossScaleOptimizerHandle(model, self.optimizer)
+            return _mixed_precision.LossScaleOptimizerHandle(model, self.optimizer)
         return OptimizerHandle(model, self.optimizer)
-
-
-class OptimizerHandle:
-    """``model.optimizer``: the compiled optimizer, with a live ``learning_rate``.
-
-    Reading ``learning_rate`` returns the value in the optimizer state now
-    (a schedule's value at ``iterations``, the rate of the next step, as
-    Keras); setting it writes the state (no recompilation). A schedule's rate
-    is read-only.
-    """
-
-    def __init__(self, model: Model, optimizer: Any):
-        self._model = model
-        self._optimizer = optimizer
-        # A rate set before the model is built (LearningRateScheduler on a Sequential without
-        # an Input): the optimizer state does not exist yet; Trainer._init_state writes it.
-        self.pending_learning_rate: float | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._optimizer, name)
-
-    @property
-    def learning_rate(self) -> float:
-        """The current learning rate (a schedule's: its value at ``iterations``, as Keras)."""
-        schedule = getattr(self._optimizer, "learning_rate", None)
-        if callable(schedule):  # Keras: a schedule reads every step, accumulating ones too
-            rate_at = getattr(self._optimizer, "learning_rate_at", schedule)
-            return KerasFloat(jax.device_get(rate_at(self._steps())))
-        state = self._model._state
-        if state is None and self.pending_learning_rate is not None:
-            return KerasFloat(self.pending_learning_rate)
-        if state is not None:
-            value = _optimizers.get_learning_rate(state.opt_state)
-            if value is not None:
-                return KerasFloat(jax.device_get(value))
-        lr = getattr(self._optimizer, "learning_rate", None)
-        if lr is None or callable(lr):
-            raise TypeError(
-                "This optimizer's learning rate is not a number that phalanx can read: "
-                f"{lr!r}. Use a phalanx optimizer (e.g. phalanx.optimizers.Adam) with a float "
-                "learning_rate."
-            )
-        return KerasFloat(lr)
-
-    @learning_rate.setter
-    def learning_rate(self, value: float) -> None:
-        model = self._model
-        if model._state is None and not model.built:  # no state yet: written once it is
-            # raises as for a built model: a schedule's rate, a NaN rate
-            _optimizers.set_learning_rate(model._config.tx.init({}), float(value))
-            self.pending_learning_rate = float(value)
-            return
-        if model._state is None:
-            model._init_state()
-        opt_state = _optimizers.set_learning_rate(model._state.opt_state, float(value))
-        model._state = model._state._replace(
-            opt_state=model.distribute_strategy.distribute_variables(opt_state)
-        )
-
-    def _steps(self) -> int:
-        state = self._model._state
-        return 0 if state is None else int(jax.device_get(state.step))
-
-    def stateless_apply(self, optimizer_variables: Any, grads: Any, trainable_variables: Any):
-        """Keras 3's ``stateless_apply``: ``(trainable_variables, optimizer_variables)`` after
-        one update by ``grads`` (pure; an overridden ``train_step`` calls it)."""
-        updates, optimizer_variables = self._model._config.tx.update(
-            grads, optimizer_variables, trainable_variables
-        )
-        trainable_variables = optax.apply_updates(trainable_variables, updates)
-        step_config = getattr(self._model, "_step_config", None)
-        constraints = () if step_config is None else step_config.constraints
-        return _constraints.apply(constraints, trainable_variables), optimizer_variables
-
-    @property
-    def iterations(self) -> int:
-        """The optimizer's updates so far (Keras's ``optimizer.iterations``: the steps, or
-        the steps // ``gradient_accumulation_steps``)."""
-        every = getattr(self._optimizer, "gradient_accumulation_steps", None) or 1
-        return KerasInt(self._steps() // every)
-
-    def __repr__(self) -> str:
-        return f"OptimizerHandle({self._optimizer!r})"
-
-
-class LossScaleOptimizerHandle(OptimizerHandle, _mixed_precision.LossScaleOptimizer):
-    """``model.optimizer`` under ``mixed_float16``: a ``LossScaleOptimizer``, as Keras 3's
-    (``isinstance`` holds), with the live ``learning_rate``/``iterations`` of the handle and
-    the live ``dynamic_scale``; everything else is the wrapped optimizer's."""
-
-    @property
-    def dynamic_scale(self) -> float:  # type: ignore[override]
-        """The loss scale now (Keras's ``dynamic_scale`` variable)."""
-        state = self._model._state
-        scale = None if state is None else _mixed_precision.loss_scale(state.opt_state)
-        if scale is None:
-            return KerasFloat(self._optimizer.initial_scale)
-        return KerasFloat(jax.device_get(scale))
-
-    def to_optax(self) -> optax.GradientTransformation:
-        """The wrapped optimizer's transformation."""
-        return self._optimizer.to_optax()
-
-    def get_config(self) -> dict:
-        """The wrapped optimizer's config."""
-        return self._optimizer.get_config()
-
-    def scale_loss(self, loss: Any, opt_state: Any = None) -> Any:
-        """``loss`` times the scale of ``opt_state`` (default: the model's state now)."""
-        if opt_state is None and self._model._state is not None:
-            opt_state = self._model._state.opt_state
-        return self._optimizer.scale_loss(loss, opt_state)
 
 
 def finalize_weights(state: Any) -> Any:
