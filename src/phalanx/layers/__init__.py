@@ -123,10 +123,13 @@ from ._symbolic import KerasTensor as KerasTensor
 from ._symbolic import Node as Node
 from ._symbolic import any_symbolic as any_symbolic
 from ._symbolic import is_symbolic as is_symbolic
+from ._weights import NON_TRAINABLE as NON_TRAINABLE
+from ._weights import TRAINABLE as TRAINABLE
 from ._weights import Weight as Weight
 from ._weights import claim as claim
 from ._weights import keras_path as keras_path
 from ._weights import lookup_path as lookup_path
+from ._weights import split_state as split_state
 from ._weights import trainable_filter as trainable_filter
 from ._weights import weight_paths as weight_paths
 from ._weights import weight_views as weight_views

@@ -1,7 +1,7 @@
 """The trainer: what ``Model.compile``/``fit``/``evaluate``/``predict`` run.
 
-The compile configuration (``_compile``), the pure step functions (``_step``), the
-training state (``_state``), the compiled programs (``_programs``), the loop that
+The compile configuration (``_compile``), the pure step functions and the training
+state (``_step``), the compiled programs (``_programs``), the loop that
 drives them (``_loop``), the position a checkpoint resumes from (``_position``), the
 placement of state on the devices, and what ``fit``
 accepts as data (``data_adapters``). The model classes are in `phalanx.models`,
@@ -17,10 +17,10 @@ be a cycle.
 
 import importlib
 
-from ._state import NON_TRAINABLE as NON_TRAINABLE
-from ._state import TRAINABLE as TRAINABLE
-from ._state import count_params as count_params
-from ._state import split_state as split_state
+from ..layers import NON_TRAINABLE as NON_TRAINABLE
+from ..layers import TRAINABLE as TRAINABLE
+from ..layers import count_params as count_params
+from ..layers import split_state as split_state
 
 #: name -> (module, attribute); attribute None: the module itself.
 _MOVED = {
