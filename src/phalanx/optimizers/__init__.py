@@ -34,6 +34,7 @@ from ._optimizers import get as get
 from ._handle import OptimizerHandle as OptimizerHandle
 from ._keras_scalars import KerasFloat as KerasFloat
 from ._keras_scalars import KerasInt as KerasInt
+from ._learning_rate import check_schedule as check_schedule
 from ._learning_rate import schedule_count as schedule_count
 from ._options import AccumulateState as AccumulateState
 from ._options import MovingAverageState as MovingAverageState

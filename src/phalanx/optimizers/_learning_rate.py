@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import optax
 
 from ..errors import LearningRateError, LearningRateValueError
+from ._schedules import check_finite
 
 _INJECTED = (optax.InjectStatefulHyperparamsState, optax.InjectHyperparamsState)
 _KEY = "learning_rate"
@@ -145,3 +146,21 @@ def set_learning_rate(opt_state: Any, value: float) -> Any:
         return node._replace(hyperparams=hyperparams)
 
     return jax.tree.map(replace, opt_state, is_leaf=_is_injected)
+
+
+def check_schedule(optimizer: Any, opt_state: Any, steps: int) -> None:
+    """Refuses a learning-rate schedule that gives NaN or infinity at a step ``fit`` will take.
+
+    Only a schedule (a callable ``step -> rate`` of a phalanx optimizer) is
+    evaluated, once per ``fit``, at ``steps`` steps from the optimizer's count in
+    ``opt_state`` on (0 without a state; ``steps`` is 0 when an epoch's length is
+    unknown). A float rate costs nothing here.
+
+    Raises:
+      LearningRateValueError: the schedule's value at some step is not finite.
+    """
+    schedule = getattr(optimizer, "learning_rate", None)
+    if not callable(schedule) or steps <= 0:
+        return
+    count = None if opt_state is None else schedule_count(opt_state)
+    check_finite(schedule, 0 if count is None else int(jax.device_get(count)), steps)

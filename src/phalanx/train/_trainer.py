@@ -48,7 +48,7 @@ from . import _programs as _sharded
 from ._compile import CompileConfig, finalize_weights, resolve_compile
 from ._stateless import StatelessMethods
 from .data_adapters import _adapter, _read_ahead
-from .data_adapters._checks import FitInputError, check_inputs, check_learning_rate
+from .data_adapters._checks import FitInputError, check_inputs
 
 log = logging.getLogger("phalanx")
 
@@ -578,7 +578,9 @@ class Trainer(StatelessMethods):
             class_weight=class_weight,
         )
         train.first_epoch = initial_epoch  # arrays: their passes count from it, as Keras
-        check_learning_rate(self, train, epochs - initial_epoch)
+        opt_state = None if self._state is None else self._state.opt_state
+        steps = (train.steps_per_epoch or 0) * (epochs - initial_epoch)
+        _optimizers.check_schedule(self._config.optimizer, opt_state, steps)
         val = None
         if validation_data is not None:
             vx, vy, vsw = _adapter.split_batch(_as_tuple(validation_data))

@@ -4,9 +4,9 @@ The adapters (``_adapter``) take arrays, datasets and generators; this module
 refuses, with what to do instead, what none of them can take and what would
 fail deep inside numpy or JAX: a string ``x``, a Python list of rows, arrays of
 strings or objects, ``x``/``y``/``sample_weight`` with different numbers of
-examples, and a learning-rate schedule that gives NaN or infinity at a step
-the run will take. Every check reads shapes, dtypes and types only, never the
-data (the schedule check evaluates the schedule once per ``fit``, vectorized).
+examples (``fit`` checks its learning-rate schedule with
+``phalanx.optimizers``' ``check_schedule``). Every check reads shapes, dtypes
+and types only, never the data.
 
 Python lists follow Keras 3: its array adapter takes arrays and structures of
 arrays, so a list of numbers (rows) is refused there too ("Unrecognized data
@@ -22,7 +22,6 @@ import jax
 import numpy as np
 
 from ...errors import FitInputError
-from ...optimizers import _schedules, schedule_count
 
 _NUMERIC_KINDS = "biufc"
 
@@ -177,33 +176,3 @@ def check_batch_rows(parts: list, sizes: list[int], first: int) -> None:
                     f"Batch {first + i} of the input has {n} examples in x, but its y has shape "
                     f"{np.shape(leaf)}: a batch's y needs one row per example of its x."
                 )
-
-
-def check_learning_rate(model: Any, adapter: Any, epochs: int) -> None:
-    """Refuses a learning-rate schedule that gives NaN or infinity at a step ``fit`` will take.
-
-    Only a schedule (a callable ``step -> rate`` of a phalanx optimizer) is
-    evaluated, once per ``fit``, at the steps from the optimizer's count on
-    (``epochs`` epochs of the adapter's steps; none when an epoch's length is
-    unknown). A float rate costs nothing here.
-
-    Raises:
-      LearningRateValueError: the schedule's value at some step is not finite.
-    """
-    schedule = getattr(model._config, "optimizer", None)
-    schedule = getattr(schedule, "learning_rate", None)
-    steps_per_epoch = getattr(adapter, "steps_per_epoch", None)
-    if not callable(schedule) or not steps_per_epoch or epochs <= 0:
-        return
-    first = _schedule_count(model)
-    _schedules.check_finite(schedule, first, steps_per_epoch * epochs)
-
-
-def _schedule_count(model: Any) -> int:
-    """The step the schedule is evaluated at next (the injected state's count, or 0)."""
-    state = model._state
-    if state is None:
-        return 0
-
-    count = schedule_count(state.opt_state)
-    return 0 if count is None else int(jax.device_get(count))
