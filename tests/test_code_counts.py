@@ -86,3 +86,19 @@ def test_issue_23_counts_do_not_grow():
         f"instead); they are at: {', '.join(places)}"
         for name, places in over.items()
     )
+
+
+TRAINER_LINES = 5000
+
+
+def test_train_holds_only_the_trainer_under_5k_lines():
+    """Issue 23: ``phalanx/train`` is the trainer (compile, step, state, programs, loop,
+    position, placement, data adapters); what other packages own lives there. Code that
+    grows it past the limit belongs in layers/, optimizers/, checkpoint/, callbacks/ ..."""
+    sizes = {
+        str(p.relative_to(ROOT)): len(p.read_text().splitlines())
+        for p in sorted((ROOT / "train").rglob("*.py"))
+    }
+    total = sum(sizes.values())
+    largest = sorted(sizes.items(), key=lambda kv: -kv[1])[:5]
+    assert total < TRAINER_LINES, f"train/ has {total} lines (limit {TRAINER_LINES}): {largest}"
