@@ -54,7 +54,7 @@ from flax import nnx
 from ..cluster import _kv
 from ..data import STATE_FORMAT, share_why
 from ..errors import CheckpointError, CheckpointMismatchError
-from ._manifest import check_manifest, is_key
+from ._manifest import check_manifest, describe, is_key
 
 FORMAT = "phalanx.checkpoint/1"
 GATHER_TIMEOUT_S = 120.0
@@ -146,18 +146,11 @@ def _tree_items(obj: Any) -> tuple[list[str], list[Any], dict[str, dict]]:
     names, arrays, manifest = [], [], {}
     for path, leaf in jax.tree_util.tree_flatten_with_path(_tree_value(obj))[0]:
         name = jax.tree_util.keystr(path) or "[]"
-        if is_key(leaf):
-            data = jax.random.key_data(leaf)
-            spec = {"shape": list(data.shape), "dtype": str(data.dtype)}
-            spec["key"] = str(jax.random.key_impl(leaf))
-            leaf = data
-        else:
-            if not hasattr(leaf, "dtype"):
-                leaf = np.asarray(leaf)
-            spec = {"shape": list(np.shape(leaf)), "dtype": str(np.dtype(leaf.dtype))}
+        if not hasattr(leaf, "dtype"):  # a Python number
+            leaf = np.asarray(leaf)
         names.append(name)
-        arrays.append(leaf)
-        manifest[name] = spec
+        manifest[name] = describe(leaf)
+        arrays.append(jax.random.key_data(leaf) if is_key(leaf) else leaf)
     return names, arrays, manifest
 
 

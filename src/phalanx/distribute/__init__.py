@@ -37,7 +37,8 @@ from ._values import PerReplica as PerReplica
 
 # isort: split
 # For phalanx's own packages (not public API, absent from __all__): placement of host
-# arrays on the devices, the layout metadata and the paths a layout map matches, run's varying-value checks.
+# arrays on the devices, the layout metadata and the paths a layout map matches, run's
+# varying-value checks.
 from ._layout import PATH_METADATA as PATH_METADATA
 from ._layout import annotate_paths as annotate_paths
 from ._one_device import DefaultStrategy as DefaultStrategy

@@ -391,8 +391,8 @@ def key_path(keys: Sequence[Any]) -> str:
 
 def annotate_paths(layout_map: LayoutMap, module: nnx.Module) -> None:
     """Records each parameter's Keras path on it (``PATH_METADATA``), which ``layout_map``
-    matches, and warns of the map's keys that match none of them (a misspelt key leaves whole what it
-    was meant to split, and nothing else would say so)."""
+    matches, and warns of the map's keys that match none of them (a misspelt key leaves
+    whole what it was meant to split, and nothing else would say so)."""
     keras_paths = []
     for path, _ in nnx.to_flat_state(nnx.state(module, nnx.Param)):
         path = tuple(path)
