@@ -37,7 +37,7 @@ from phalanx.checkpoint import (
     gce_termination_watcher,
 )
 from phalanx.errors import CheckpointError
-from tests_support import child_xla_flags
+from tests_support import child_xla_flags, run_once
 
 SCRIPT = Path(__file__).parent / "scripts" / "notice_train.py"
 TIMEOUT_S = 240
@@ -256,6 +256,16 @@ def _run(out, *flags, env=None, expect=0):
     return proc
 
 
+def _reference(tmp_path_factory):
+    """The weights of the run never stopped (``ref.npz``), which the three runs stopped by a
+    notice and relaunched end equal to: run once a session (the same script and flags)."""
+
+    def make(folder):
+        _run(folder / "ref.npz", "--backup", folder / "backup")
+
+    return run_once(tmp_path_factory, {"script": str(SCRIPT), "flags": []}, make) / "ref.npz"
+
+
 def _same_weights(a_path, b_path):
     with np.load(a_path) as a, np.load(b_path) as b:
         keys = [k for k in a.files if k.startswith("arr_")]
@@ -265,9 +275,9 @@ def _same_weights(a_path, b_path):
 
 
 @pytest.mark.slow
-def test_gce_preemption_notice_mid_fit_saves_exits_and_resumes_bit_identical(tmp_path):
-    ref = tmp_path / "ref.npz"
-    _run(ref, "--backup", tmp_path / "ref_backup")
+def test_gce_preemption_notice_mid_fit_saves_exits_and_resumes_bit_identical(
+    tmp_path, tmp_path_factory
+):
     out, backup = tmp_path / "out.npz", tmp_path / "backup"
     # The watcher asks at fit's start, then every second: TRUE from its 3rd request on,
     # while 39 steps of 100 ms run.
@@ -280,33 +290,31 @@ def test_gce_preemption_notice_mid_fit_saves_exits_and_resumes_bit_identical(tmp
     resumed = _run(out, "--backup", backup)
     assert "BackupAndRestore: resuming from" in resumed.stdout
     assert "steps 39 " in resumed.stdout
-    _same_weights(ref, out)
+    _same_weights(_reference(tmp_path_factory), out)
 
 
 @pytest.mark.slow
-def test_slurm_usr1_saves_exits_and_resumes_bit_identical(tmp_path):
-    ref = tmp_path / "ref.npz"
-    _run(ref, "--backup", tmp_path / "ref_backup")
+def test_slurm_usr1_saves_exits_and_resumes_bit_identical(tmp_path, tmp_path_factory):
     out, backup = tmp_path / "out.npz", tmp_path / "backup"
     flags = ["--backup", backup, "--signal-at-step", 17, "--signal", "SIGUSR1"]
     stopped = _run(out, *flags, env={"SLURM_JOB_ID": "77"}, expect=42)
     assert "received SIGUSR1" in stopped.stderr
     resumed = _run(out, "--backup", backup)
     assert "BackupAndRestore: resuming from" in resumed.stdout
-    _same_weights(ref, out)
+    _same_weights(_reference(tmp_path_factory), out)
 
 
 @pytest.mark.slow
-def test_custom_watcher_through_backup_and_restore_resumes_bit_identical(tmp_path):
-    ref = tmp_path / "ref.npz"
-    _run(ref, "--backup", tmp_path / "ref_backup")
+def test_custom_watcher_through_backup_and_restore_resumes_bit_identical(
+    tmp_path, tmp_path_factory
+):
     out, backup, notice = tmp_path / "out.npz", tmp_path / "backup", tmp_path / "notice"
     flags = ["--backup", backup, "--sleep-ms", 100, "--watch-file", notice]
     stopped = _run(out, *flags, "--touch-at-step", 10, expect=42)
     assert notice.exists() and "received a termination notice" in stopped.stderr
     resumed = _run(out, "--backup", backup)
     assert "BackupAndRestore: resuming from" in resumed.stdout
-    _same_weights(ref, out)
+    _same_weights(_reference(tmp_path_factory), out)
 
 
 def test_backup_and_restore_refuses_a_bad_termination_config(tmp_path):
