@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from phalanx.data import TFRecordWriter, serialize_example
-from tests_support import child_xla_flags
+from tests_support import child_xla_flags, run_once
 
 SCRIPT = Path(__file__).parent / "scripts" / "train.py"
 TIMEOUT_S = 240
@@ -71,7 +71,24 @@ def tfrecords(tmp_path_factory):
     return folder
 
 
-def _resume_case(tmp_path, input_kind, spe, data=None, *, devices=(1, 1), dropout=0.25):
+def _reference(tmp_path_factory, input_kind, spe, *, devices=1, dropout=0.25, data=None):
+    """The final weights and losses of the run never killed, once a session for each input,
+    ``steps_per_execution``, device count, dropout rate and data: several tests compare with the
+    same run. It backs up at each epoch's end whatever the test's ``--save-freq`` (2, 5,
+    "epoch"): a backup only reads the training state, the weights do not depend on when."""
+    flags = ["--input", input_kind, "--spe", spe, "--devices", devices, "--dropout", dropout]
+    flags += [] if data is None else ["--data", data]
+
+    def make(folder):
+        _run(folder / "ref.npz", *flags, "--save-freq", "epoch", "--backup", folder / "backup")
+
+    key = {"script": str(SCRIPT), "flags": [str(flag) for flag in flags]}
+    return _weights(run_once(tmp_path_factory, key, make) / "ref.npz")
+
+
+def _resume_case(
+    tmp_path, tmp_path_factory, input_kind, spe, data=None, *, devices=(1, 1), dropout=0.25
+):
     """(reference, resumed) final weights and losses; kills once at a random step."""
     seed = random.randrange(1 << 30)
     rnd = random.Random(seed)
@@ -81,8 +98,6 @@ def _resume_case(tmp_path, input_kind, spe, data=None, *, devices=(1, 1), dropou
     common = ["--input", input_kind, "--spe", spe, "--save-freq", 2, "--dropout", dropout]
     if data is not None:
         common += ["--data", data]
-    ref = tmp_path / "ref.npz"
-    _run(ref, *common, "--devices", devices[1], "--backup", tmp_path / "ref_backup")
     out, backup = tmp_path / "out.npz", tmp_path / "backup"
     killed = ["--devices", devices[0], "--backup", backup, "--kill-at-step", kill_at]
     _run(out, *common, *killed, "--kill-delay-ms", delay_ms, expect_kill=True)
@@ -91,7 +106,10 @@ def _resume_case(tmp_path, input_kind, spe, data=None, *, devices=(1, 1), dropou
     assert "BackupAndRestore: resuming from" in resumed.stdout
     assert f"steps {STEPS} " in resumed.stdout
     assert not backup.exists(), "the backup is deleted once fit ends"
-    return _weights(ref), _weights(out)
+    ref = _reference(
+        tmp_path_factory, input_kind, spe, devices=devices[1], dropout=dropout, data=data
+    )
+    return ref, _weights(out)
 
 
 @pytest.mark.parametrize(
@@ -103,16 +121,18 @@ def _resume_case(tmp_path, input_kind, spe, data=None, *, devices=(1, 1), dropou
         ("dataset", 3),
     ],
 )
-def test_killed_run_resumes_bit_identical(tmp_path, input_kind, spe):
-    (ref, ref_loss), (got, got_loss) = _resume_case(tmp_path, input_kind, spe)
+def test_killed_run_resumes_bit_identical(tmp_path, tmp_path_factory, input_kind, spe):
+    (ref, ref_loss), (got, got_loss) = _resume_case(tmp_path, tmp_path_factory, input_kind, spe)
     for a, b in zip(ref, got, strict=True):
         np.testing.assert_array_equal(a, b)
     assert ref_loss[-1] == got_loss[-1]  # the last epoch's loss, over all its steps
 
 
 @pytest.mark.slow
-def test_killed_tfrecord_pipeline_resumes_bit_identical(tmp_path, tfrecords):
-    (ref, ref_loss), (got, got_loss) = _resume_case(tmp_path, "tfrecord", 2, tfrecords)
+def test_killed_tfrecord_pipeline_resumes_bit_identical(tmp_path, tmp_path_factory, tfrecords):
+    (ref, ref_loss), (got, got_loss) = _resume_case(
+        tmp_path, tmp_path_factory, "tfrecord", 2, tfrecords
+    )
     for a, b in zip(ref, got, strict=True):
         np.testing.assert_array_equal(a, b)
     assert ref_loss[-1] == got_loss[-1]
@@ -120,24 +140,22 @@ def test_killed_tfrecord_pipeline_resumes_bit_identical(tmp_path, tfrecords):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("input_kind", ["numpy", "dataset"])
-def test_resume_on_another_replica_count(tmp_path, input_kind):
+def test_resume_on_another_replica_count(tmp_path, tmp_path_factory, input_kind):
     """Saved under 2 replicas, resumed under 1: the same batches, weights within 1e-5.
 
     Without dropout: each replica draws its own dropout keys, so dropout masks
     depend on the replica count (as in TensorFlow).
     """
     (ref, ref_loss), (got, got_loss) = _resume_case(
-        tmp_path, input_kind, 2, devices=(2, 1), dropout=0.0
+        tmp_path, tmp_path_factory, input_kind, 2, devices=(2, 1), dropout=0.0
     )
     for a, b in zip(ref, got, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-5, rtol=0)
     np.testing.assert_allclose(ref_loss[-1], got_loss[-1], atol=1e-5)
 
 
-def test_process_killed_while_writing_keeps_the_previous_backup(tmp_path):
+def test_process_killed_while_writing_keeps_the_previous_backup(tmp_path, tmp_path_factory):
     common = ["--input", "dataset", "--spe", 1, "--save-freq", 5]
-    ref = tmp_path / "ref.npz"
-    _run(ref, *common, "--backup", tmp_path / "ref_backup")
     out, backup = tmp_path / "out.npz", tmp_path / "backup"
     env = {
         **{k: v for k, v in os.environ.items() if k != "XLA_FLAGS"},
@@ -164,18 +182,16 @@ def test_process_killed_while_writing_keeps_the_previous_backup(tmp_path):
     assert committed == ["ckpt_2"], sorted(p.name for p in backup.iterdir())
     resumed = _run(out, *common, "--backup", backup)
     assert f"resuming from {backup / 'ckpt_2'} " in resumed.stdout
-    (ref_w, _), (got_w, _) = _weights(ref), _weights(out)
+    (ref_w, _), (got_w, _) = _reference(tmp_path_factory, "dataset", 1), _weights(out)
     for a, b in zip(ref_w, got_w, strict=True):
         np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("spe", [pytest.param(1, marks=pytest.mark.slow), 3])
-def test_sigterm_saves_at_the_next_boundary_and_exits_restartable(tmp_path, spe):
+def test_sigterm_saves_at_the_next_boundary_and_exits_restartable(tmp_path, tmp_path_factory, spe):
     """SIGTERM (preemption) during fit: a backup after the executions in flight, exit 42,
     and the relaunch resumes there and ends bit-identical."""
     common = ["--input", "dataset", "--spe", spe, "--save-freq", "epoch"]
-    ref = tmp_path / "ref.npz"
-    _run(ref, *common, "--backup", tmp_path / "ref_backup")
     out, backup = tmp_path / "out.npz", tmp_path / "backup"
     step = random.randrange(14, 26)  # in the second epoch: after one epoch-end backup
     print(f"SIGTERM at step {step}")
@@ -188,6 +204,6 @@ def test_sigterm_saves_at_the_next_boundary_and_exits_restartable(tmp_path, spe)
     first = (step - 13) // spe * spe
     within = min(first + (2 if first == 0 else 1) * spe, 13)
     assert f"(epoch 2, {within} steps done in it)" in resumed.stdout, resumed.stdout
-    (ref_w, _), (got_w, _) = _weights(ref), _weights(out)
+    (ref_w, _), (got_w, _) = _reference(tmp_path_factory, "dataset", spe), _weights(out)
     for a, b in zip(ref_w, got_w, strict=True):
         np.testing.assert_array_equal(a, b)
