@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from phalanx.data import TFRecordWriter, serialize_example
-from tests_support import child_xla_flags
+from tests_support import child_xla_flags, run_once
 
 SCRIPT = Path(__file__).parent / "scripts" / "reshard_train.py"
 JOB_TIMEOUT_S = 120
@@ -60,18 +60,16 @@ def _results(out, n):
     return results
 
 
-_REFERENCES: dict[str, dict] = {}
+def _reference(tmp_path_factory, kind):
+    """The uninterrupted 1-process run, once a session per input kind."""
+    flags = ["--input", kind]
 
-
-def _reference(tmp_path_factory, kind, data=None):
-    """The uninterrupted 1-process run, once per input kind."""
-    if kind not in _REFERENCES:
-        tmp = tmp_path_factory.mktemp(f"ref_{kind}")
-        flags = ["--input", kind] + (["--data", data] if data else [])
+    def make(tmp):
         code, log = _launch(1, tmp / "out", tmp / "backup", *flags)
         assert code == 0, log[-3000:]
-        _REFERENCES[kind] = _results(tmp / "out", 1)[0]
-    return _REFERENCES[kind]
+
+    key = {"script": str(SCRIPT), "processes": 1, "devices": 1, "flags": flags}
+    return _results(run_once(tmp_path_factory, key, make) / "out", 1)[0]
 
 
 def _killed(tmp_path, n, *flags):

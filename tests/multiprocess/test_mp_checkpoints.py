@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 from mp_procs import SCRIPTS, Launcher, _env, assert_identical, launch, load
 
+from tests_support import run_once
+
 JOB_TIMEOUT_S = 90  # the launcher's deadline for each attempt
 
 
@@ -30,22 +32,25 @@ def _run(tmp_path, name, *args, restarts=1):
     return code, stdout, stderr, out
 
 
-_REFERENCES: dict[str, dict] = {}
-
-
 def reference(tmp_path_factory, kind: str) -> dict:
     """The uninterrupted 2-process run's results for ``kind`` input (3 epochs of 12 steps,
-    backups every 5 steps), run once per module."""
-    if kind not in _REFERENCES:
-        tmp = tmp_path_factory.mktemp(f"ref_{kind}")
-        code, stdout, stderr, out = _run(tmp, "ref", "--input", kind, "--save-freq", 5)
+    backups every 5 steps), run once a session: the kill and SIGTERM tests compare with the
+    same run (its weights do not depend on the backups' frequency)."""
+
+    flags = ["--input", kind, "--save-freq", 5]
+
+    def make(tmp):
+        code, stdout, stderr, out = _run(tmp, "ref", *flags)
         assert code == 0, stdout + stderr
         results = load(out)
         assert_identical(results)
         assert int(results[0]["steps"]) == 36 and int(results[0]["first_step"]) == 0
         assert not (out / "backup").exists()  # delete_checkpoint=True at the end of fit
-        _REFERENCES[kind] = results[0]
-    return _REFERENCES[kind]
+        np.savez(tmp / "ref.npz", **results[0])
+
+    key = {"script": "backup_mlp.py", "processes": 2, "devices": 1, "flags": flags}
+    with np.load(run_once(tmp_path_factory, key, make) / "ref.npz") as f:
+        return dict(f)
 
 
 def _assert_same_weights(got, want):
