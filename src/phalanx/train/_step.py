@@ -43,6 +43,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from .. import _compilation_cache, regularizers
+from .._packed import Packing
 from ..constraints import _constraints
 from ..distribute import check_vma, is_varying
 from ..mixed_precision import _policy as _mixed_precision
@@ -510,27 +511,29 @@ def fused_program(
     return jax.jit(body, donate_argnums=donate_argnums, static_argnums=static, **pinned)
 
 
-def flat_state(program: Callable, treedef: Any, kind: str) -> Callable:
+def flat_state(program: Callable, treedef: Any, kind: str) -> tuple[Callable, Packing | None]:
     """``program`` taking and returning the state as its list of leaves (``treedef``'s).
 
     The same compiled computation; a call then flattens a list of arrays where
     it flattened the state's nnx Variables and built new ones for the result
     (their Python flatten and unflatten cost ~0.15 ms per call, as much as a
-    small step: issue 24). Train and eval return ``(leaves, logs)``, predict
-    its outputs.
+    small step: issue 24). Train and eval return ``(leaves, logs)``, the logs
+    packed into one vector that the returned ``Packing`` reads (one transfer,
+    ``phalanx._packed``); predict returns its outputs, and no packing.
     """
+    packing = None if kind == "predict" else Packing()
 
     def flat(leaves, data, xs, steps):
         out = program(jax.tree.unflatten(treedef, leaves), data, xs, steps)
-        if kind == "predict":
+        if packing is None:
             return out
         state, logs = out
         out_leaves, out_def = jax.tree.flatten(state)
         if out_def != treedef:  # at trace time; the programs keep the state's structure
             raise AssertionError(f"{kind} program changed the state's structure")
-        return out_leaves, logs
+        return out_leaves, packing.pack(logs)
 
     flat.__name__ = flat.__qualname__ = f"{kind}_body"  # the name jax logs compiles under
     static = () if kind == "predict" else (3,)
     donate = (0,) if kind == "train" else ()
-    return jax.jit(flat, static_argnums=static, donate_argnums=donate)
+    return jax.jit(flat, static_argnums=static, donate_argnums=donate), packing

@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import optimizers as _optimizers
 from .. import regularizers
+from .._packed import Packed
 from .._random import model_seed
 from ..callbacks import CallbackList, pythonify_logs
 from ..checkpoint import load_state, state_items
@@ -354,14 +355,14 @@ class Trainer(StatelessMethods):
         key = ("flat", kind, resident)
         entry = self._programs.get(key)
         if entry is None or not (entry[0] is self._state_def or entry[0] == self._state_def):
-            entry = (self._state_def, _step.flat_state(program, self._state_def, kind))
+            entry = (self._state_def, *_step.flat_state(program, self._state_def, kind))
             self._programs[key] = entry
         out = entry[1](self._state_leaves, ex.data, ex.xs, ex.steps)
         if kind == "predict":
             return out
         leaves, logs = out
         self._state_tree, self._state_leaves = None, leaves
-        return logs
+        return Packed(logs, entry[2])  # one transfer for all the logs (_fetch_logs)
 
     def _annotate_paths(self, module: nnx.Module) -> None:
         """Records each parameter's Keras path on it, which a layout map matches."""
@@ -777,7 +778,7 @@ class Trainer(StatelessMethods):
             if not isinstance(logs, dict):  # a bare value (None: no logs)
                 logs = {} if logs is None else {"logs": logs}
             return pythonify_logs(logs)
-        host = jax.device_get(dev_logs)
+        host = dev_logs.fetch() if isinstance(dev_logs, Packed) else jax.device_get(dev_logs)
         self._raise_on_bad_labels(host["_label_check"])
         # Keras's order: the loss, then the metrics as compiled (pytrees sort dict keys).
         order = ["loss"] + [m.name for m in self._step_config.metrics]
