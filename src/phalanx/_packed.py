@@ -78,5 +78,10 @@ class Packed:
         return self
 
     def fetch(self) -> Any:
-        """The packed pytree on the host: one transfer."""
-        return self.packing.unpack(np.asarray(self.vector))
+        """The packed pytree on the host: one transfer.
+
+        Through ``jax.device_get``, so that a process waiting here for its devices
+        shows as waiting inside JAX to ``phalanx.cluster.watchdog``, which then
+        blames the process it waits for rather than itself.
+        """
+        return self.packing.unpack(jax.device_get(self.vector))
