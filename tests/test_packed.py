@@ -15,6 +15,9 @@ def test_every_dtype_comes_back_bit_for_bit():
         "bool": jnp.array([True, False]),
         "int8": jnp.array(-7, jnp.int8),
         "scalar": jnp.float32(0.1),
+        "complex": jnp.array([1 - 0j, complex(-0.0, np.nan), complex(np.inf, -0.0)], jnp.complex64),
+        "float8": jnp.array([0.5, -1.0], jnp.float8_e4m3fn),
+        "uint16": jnp.array([65535], jnp.uint16),
     }
     packing = Packing()
     vector = jax.jit(packing.pack)(tree)

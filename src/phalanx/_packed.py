@@ -30,25 +30,28 @@ class Packing:
     """How one program packs its pytree; the layout is recorded when the program traces."""
 
     def __init__(self) -> None:
-        self._layout = None  # (treedef, [(shape, dtype, wide dtype, words), ...])
+        self._layout = None  # (treedef, [(shape, dtype, wide shape, wide dtype, words), ...])
 
     def pack(self, tree: Any) -> jax.Array:
         """``tree``'s leaves as one ``uint32`` vector (call it inside the traced program).
 
         A leaf of 4 or 8 bytes per element keeps its bits (an 8-byte one as two
         words); a narrower one is widened first (floats to float32, the rest to
-        int32), which is exact.
+        int32), which is exact; a complex one travels as its real and imaginary
+        parts.
         """
         leaves, treedef = jax.tree.flatten(tree)
         words, layout = [], []
         for leaf in map(jnp.asarray, leaves):
             wide = leaf
-            if leaf.dtype.itemsize < 4:
+            if jnp.iscomplexobj(leaf):
+                wide = jnp.stack([leaf.real, leaf.imag], axis=-1)
+            elif leaf.dtype.itemsize < 4:
                 floating = jnp.issubdtype(leaf.dtype, jnp.floating)
                 wide = leaf.astype(jnp.float32 if floating else jnp.int32)
             bits = lax.bitcast_convert_type(wide, jnp.uint32).ravel()
             words.append(bits)
-            layout.append((leaf.shape, leaf.dtype, wide.dtype, bits.size))
+            layout.append((leaf.shape, leaf.dtype, wide.shape, wide.dtype, bits.size))
         self._layout = (treedef, layout)
         return jnp.concatenate(words) if words else jnp.zeros((0,), jnp.uint32)
 
@@ -58,9 +61,14 @@ class Packing:
             raise RuntimeError("Packing.unpack before the program that packs was traced")
         treedef, layout = self._layout
         leaves, start = [], 0
-        for shape, dtype, wide, size in layout:
-            chunk = host[start : start + size].view(wide).reshape(shape)
-            leaves.append(chunk.astype(dtype) if wide != dtype else chunk)
+        for shape, dtype, wide_shape, wide, size in layout:
+            chunk = host[start : start + size].view(wide).reshape(wide_shape)
+            if np.issubdtype(dtype, np.complexfloating):
+                leaf = np.empty(shape, dtype)
+                leaf.real, leaf.imag = chunk[..., 0], chunk[..., 1]  # exact, unlike a + 1j * b
+            else:
+                leaf = chunk.astype(dtype) if wide != dtype else chunk
+            leaves.append(leaf)
             start += size
         return jax.tree.unflatten(treedef, leaves)
 
