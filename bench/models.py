@@ -22,8 +22,11 @@ same load):
 For each it prints examples/s (wall time), examples per CPU-second (the
 process's CPU time, all threads: the steadier figure on a shared machine),
 the wall and CPU seconds from building the model to the first finished execution (compile
-included), the peak RSS of that part (``/proc/self/clear_refs`` resets the
-high-water mark between the parts) and phalanx / flax per CPU-second. The
+included; at steps_per_execution N that execution is N steps), the seconds JAX reports
+spending on tracing, lowering and compiling programs in the whole part (its
+``jax.monitoring`` events: the compile cost, whatever the steps per execution), the
+peak RSS of that part (``/proc/self/clear_refs`` resets the high-water mark between the
+parts) and phalanx / flax per CPU-second. The
 steady figures are the median epoch after the first, then the median over
 ``--rounds`` rounds.
 
@@ -86,6 +89,31 @@ def _clocks() -> tuple[float, float]:
     return time.perf_counter(), time.process_time()
 
 
+_COMPILE_EVENTS = (  # jax's own phases of making a program: trace, lower, compile
+    "/jax/core/compile/jaxpr_trace_duration",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    "/jax/core/compile/backend_compile_duration",
+)
+_compile_seconds = [0.0]
+_counting: list[bool] = []
+
+
+def _count_compiles() -> None:
+    """Sums the seconds JAX reports spending on making programs (``jax.monitoring``),
+    from the first call on (later calls do nothing)."""
+    import jax
+
+    if _counting:
+        return
+    _counting.append(True)
+
+    def listen(event, duration, **kwargs):
+        if event in _COMPILE_EVENTS:
+            _compile_seconds[0] += duration
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+
+
 def _reset_peak_rss() -> None:
     try:  # Linux: "5" resets the peak resident set size (VmHWM)
         with open("/proc/self/clear_refs", "w") as f:
@@ -113,6 +141,8 @@ class _Epochs:
     def __init__(self, start: float):
         self.start, self.times, self.first = start, [], None
         self.cpu_start, self.first_cpu = time.process_time(), None
+        _count_compiles()
+        self.compile_start = _compile_seconds[0]
 
     def begin(self) -> None:
         self.t = _clocks()
@@ -132,6 +162,7 @@ class _Epochs:
             "cpu": examples / statistics.median(t[1] for t in steady),
             "first_s": self.first,
             "first_cpu_s": self.first_cpu,
+            "compile_s": _compile_seconds[0] - self.compile_start,
             "rss_mb": _peak_rss_mb(),
         }
 
@@ -408,7 +439,7 @@ def main() -> None:
         cases = [c for c in cases if any(k in c["name"] for k in keys)]
     header = (
         f"{'workload':<20} {'framework':<8} {'ex/s':>9} {'ex/CPU-s':>9} {'first s':>8} "
-        f"{'1st CPU-s':>9} {'RSS MB':>7} {'ph/flax':>8}"
+        f"{'1st CPU-s':>9} {'compile s':>9} {'RSS MB':>7} {'ph/flax':>8}"
     )
     print(f"medians of {args.rounds} rounds; ph/flax: examples per CPU-second")
     print(header)
@@ -427,7 +458,7 @@ def main() -> None:
             print(
                 f"{case['name'] if fw == 'flax' else '':<20} {fw:<8} {m['wall']:>9,.0f} "
                 f"{m['cpu']:>9,.0f} {m['first_s']:>8.2f} {m['first_cpu_s']:>9.2f} "
-                f"{m['rss_mb']:>7,.0f} {cell}",
+                f"{m['compile_s']:>9.2f} {m['rss_mb']:>7,.0f} {cell}",
                 flush=True,
             )
     if args.json:

@@ -30,7 +30,7 @@ def test_quick_case_runs_both_sides(name):
     case = next(c for c in bench._cases(quick=True) if c["name"] == name)
     for run in (bench.run_flax, bench.run_phalanx):
         out = run(case, epochs=2)
-        assert set(out) == {"wall", "cpu", "first_s", "first_cpu_s", "rss_mb"}
+        assert set(out) == {"wall", "cpu", "first_s", "first_cpu_s", "compile_s", "rss_mb"}
         assert all(math.isfinite(v) and v > 0 for v in out.values()), out
 
 
