@@ -1,7 +1,8 @@
-"""Keras's merge helpers (``add``, ``concatenate``, ``dot``, ...), ``Dot`` and ``Identity``
-against Keras 3 (JAX backend): forward values, gradients with respect to the inputs,
-get_config/from_config, functional models built with the helpers (values, Keras files and
-``fit`` against Keras's), masks, bad arguments."""
+"""Keras's merge helpers (``add``, ``concatenate``, ``dot``, ...), ``Dot``, ``Identity`` and
+``TimeDistributed`` against Keras 3 (JAX backend): forward values with the same weights,
+gradients with respect to the inputs and the weights, get_config/from_config, functional
+models built with the helpers, masks, bad arguments, ``fit`` against Keras's and 2 replicas
+against one device."""
 
 import os
 
@@ -9,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import nnx
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 keras = pytest.importorskip("keras")
@@ -16,6 +18,7 @@ keras = pytest.importorskip("keras")
 import phalanx  # noqa: E402
 from phalanx import layers  # noqa: E402
 from phalanx.errors import LayerArgumentError, LayerShapeError  # noqa: E402
+from phalanx.layers import _weights  # noqa: E402
 
 RNG = np.random.default_rng(0)
 
@@ -197,3 +200,215 @@ def test_identity_matches_keras_and_passes_the_mask():
     mine, theirs = model(phalanx), model(keras)
     theirs.set_weights(mine.get_weights())
     _close(mine.predict(ids, verbose=0), theirs.predict(ids, verbose=0))
+
+
+# -- TimeDistributed ---------------------------------------------------------------------
+
+TD_CASES = [
+    ("Dense", dict(units=3, activation="tanh"), (2, 5, 4)),
+    ("Dense", dict(units=2, use_bias=False), (2, 3, 4, 6)),
+    ("Conv2D", dict(filters=4, kernel_size=3, padding="same"), (2, 3, 6, 5, 2)),
+    ("Conv2D", dict(filters=2, kernel_size=(2, 3), strides=2, activation="relu"), (2, 4, 7, 6, 3)),
+    ("LSTM", dict(units=3), (2, 4, 5, 3)),
+    ("BatchNormalization", dict(), (3, 4, 5)),
+]
+
+
+def _wrapped(name, config, x):
+    ours = layers.TimeDistributed(getattr(layers, name)(**config))
+    theirs = keras.layers.TimeDistributed(getattr(keras.layers, name)(**config))
+    ours(x)
+    theirs(x)
+    assert [tuple(w.shape) for w in ours.weights] == [tuple(w.shape) for w in theirs.weights]
+    weights = [RNG.normal(size=w.shape).astype(np.float32) for w in ours.get_weights()]
+    if name == "BatchNormalization":  # a variance must be positive
+        weights[-1] = np.abs(weights[-1]) + 0.5
+    ours.set_weights(weights)
+    theirs.set_weights(weights)
+    return ours, theirs
+
+
+@pytest.mark.parametrize(
+    "name, config, shape", TD_CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(TD_CASES)]
+)
+def test_time_distributed_matches_keras(name, config, shape):
+    x = _data(*shape)
+    ours, theirs = _wrapped(name, config, x)
+    out = ours(x)
+    _close(out, theirs(x))
+    assert out.shape == theirs.compute_output_shape(shape)
+    graphdef, state = nnx.split(ours)
+    grad = jax.grad(lambda a: _loss(nnx.merge(graphdef, state)(a)))(jnp.asarray(x))
+    _close(grad, jax.grad(lambda a: _loss(theirs(a)))(jnp.asarray(x)), atol=5e-5)
+    graphdef, params, rest = nnx.split(ours, nnx.Param, ...)
+    mine = jax.grad(lambda p: _loss(nnx.merge(graphdef, p, rest)(jnp.asarray(x))))(params)
+    trainable = [v.value for v in theirs.trainable_variables]
+    fixed = [v.value for v in theirs.non_trainable_variables]
+    keras_grads = jax.grad(lambda t: _loss(theirs.stateless_call(t, fixed, x)[0]))(trainable)
+    for a, b in zip(_weights.state_to_list(mine), keras_grads, strict=True):
+        _close(a, b, atol=5e-5)
+    config_out = ours.get_config()
+    assert set(config_out) == set(theirs.get_config())
+    assert config_out["layer"]["class_name"] == name
+    again = layers.TimeDistributed.from_config(config_out)
+    again(x)
+    again.set_weights(ours.get_weights())
+    _close(again(x), out, atol=1e-6)
+
+
+def test_time_distributed_in_a_functional_model_builds_from_the_step_shape():
+    inputs = phalanx.Input((10, 12, 12, 3))
+    conv = layers.Conv2D(8, 3)
+    outputs = layers.TimeDistributed(conv)(inputs)
+    keras_out = keras.layers.TimeDistributed(keras.layers.Conv2D(8, 3))(
+        keras.Input((10, 12, 12, 3))
+    )
+    assert outputs.shape == keras_out.shape == (None, 10, 10, 10, 8)
+    model = phalanx.Model(inputs, outputs)
+    assert conv.built and conv.built_input_shape == (12, 12, 3)
+    assert model.predict(_data(2, 10, 12, 12, 3), verbose=0).shape == (2, 10, 10, 10, 8)
+    # the time axis may change from call to call, as Keras's
+    td = layers.TimeDistributed(layers.Dense(2))
+    assert td(_data(2, 3, 4)).shape == (2, 3, 2)
+    assert td(_data(2, 7, 4)).shape == (2, 7, 2)
+
+
+def test_time_distributed_passes_masks_as_keras():
+    x = _data(3, 4, 5, 2)
+    mask = RNG.random((3, 4, 5)) > 0.3
+    mask[:, :, 0] = True
+    ours = layers.TimeDistributed(layers.GlobalAveragePooling1D())
+    theirs = keras.layers.TimeDistributed(keras.layers.GlobalAveragePooling1D())
+    _close(ours(x, mask=mask), theirs(x, mask=mask))
+    assert ours.compute_mask(x, mask) is mask
+
+    def model(lib):
+        return lib.Sequential(
+            [
+                lib.layers.Input((6,)),
+                lib.layers.Embedding(9, 4, mask_zero=True),
+                lib.layers.TimeDistributed(lib.layers.Dense(3, activation="relu")),
+                lib.layers.GlobalAveragePooling1D(),  # takes the mask TimeDistributed passed on
+                lib.layers.Dense(1),
+            ]
+        )
+
+    ids = np.array([[1, 2, 0, 0, 0, 0], [3, 4, 5, 6, 7, 0]])
+    mine, keras_model = model(phalanx), model(keras)
+    keras_model.set_weights(mine.get_weights())
+    _close(mine.predict(ids, verbose=0), keras_model.predict(ids, verbose=0))
+
+
+def test_time_distributed_passes_training_and_keys():
+    x = jnp.ones((4, 6, 8))
+    dropout = layers.TimeDistributed(layers.Dropout(0.5))
+    assert dropout.uses_rng
+    _close(dropout(x), x, atol=0)  # inference: the identity
+    dropped = dropout(x, training=True, rngs=jax.random.key(0))
+    assert 0.3 < float(jnp.mean(dropped == 0)) < 0.7
+    _close(dropout(x, training=True, rngs=jax.random.key(0)), dropped, atol=0)
+    norm = layers.TimeDistributed(layers.BatchNormalization())
+    y = _data(4, 6, 8) * 3.0 + 1.0
+    _close(norm(y), y / np.sqrt(1.0 + 1e-3), atol=1e-5)  # moving statistics 0 and 1
+    z = norm(y, training=True)  # the batch's statistics, over batch and time
+    _close(jnp.mean(z, axis=(0, 1)), np.zeros(8), atol=1e-5)
+
+
+def test_time_distributed_bad_arguments_raise_as_keras():
+    with pytest.raises(LayerArgumentError, match="TimeDistributed.*layer instance"):
+        layers.TimeDistributed(lambda x: x)
+    with pytest.raises(ValueError):
+        keras.layers.TimeDistributed(lambda x: x)
+    with pytest.raises(LayerShapeError, match="at least 3 dimensions"):
+        layers.TimeDistributed(layers.Dense(2))(_data(2, 4))
+    with pytest.raises(ValueError, match="at least 3 dimensions"):
+        keras.layers.TimeDistributed(keras.layers.Dense(2))(_data(2, 4))
+    with pytest.raises(LayerShapeError, match="at least 3 dimensions"):
+        layers.TimeDistributed(layers.Dense(2))(phalanx.Input((4,)))
+    td = layers.TimeDistributed(layers.Dense(2))
+    x = _data(4, 5, 3)
+    with pytest.raises(LayerShapeError, match="`mask`.*incompatible"):
+        td(x, mask=np.ones((4, 6), bool))
+    with pytest.raises(LayerShapeError, match="`mask`.*incompatible"):
+        td(x, mask=np.ones((5, 5), bool))
+    with pytest.raises(LayerShapeError, match="at least 2D"):
+        td(x, mask=np.ones((4,), bool))
+    with pytest.raises(LayerShapeError, match="dense"):  # the step's shape, checked by Dense
+        td(_data(4, 5, 6))
+
+
+def _sequence_model(lib):
+    return lib.Sequential(
+        [
+            lib.layers.Input((5, 4)),
+            lib.layers.TimeDistributed(lib.layers.Dense(3, activation="tanh")),
+            lib.layers.TimeDistributed(lib.layers.Dense(2)),
+            lib.layers.Flatten(),
+            lib.layers.Dense(1),
+        ]
+    )
+
+
+def test_time_distributed_fit_matches_keras():
+    x, y = _data(8, 5, 4), _data(8, 1)
+    ours, theirs = _sequence_model(phalanx), _sequence_model(keras)
+    theirs.set_weights(ours.get_weights())
+    for m, lib in ((ours, phalanx), (theirs, keras)):
+        m.compile(optimizer=lib.optimizers.SGD(0.1), loss="mse")
+    h = [
+        m.fit(x, y, batch_size=4, epochs=1, shuffle=False, verbose=0).history["loss"]
+        for m in (ours, theirs)
+    ]  # 2 steps each
+    np.testing.assert_allclose(h[0], h[1], rtol=1e-5)
+    assert len(ours.get_weights()) == len(theirs.get_weights()) == 6
+    for a, b in zip(ours.get_weights(), theirs.get_weights(), strict=True):
+        _close(a, np.asarray(b), atol=1e-6)
+    assert not np.allclose(ours.get_weights()[0], _sequence_model(phalanx).get_weights()[0])
+
+
+def test_frozen_time_distributed_is_not_trained():
+    model = _sequence_model(phalanx)
+    model.layers[0].trainable = False
+    assert not model.layers[0].trainable_weights
+    before = model.get_weights()
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(_data(8, 5, 4), _data(8, 1), batch_size=4, verbose=0)
+    after = model.get_weights()
+    for a, b in zip(before[:2], after[:2], strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert not np.allclose(before[2], after[2])
+
+
+def test_time_distributed_keras_files_both_ways(tmp_path):
+    ours, theirs = _sequence_model(phalanx), _sequence_model(keras)
+    x = _data(3, 5, 4)
+    path = str(tmp_path / "td.keras")
+    ours.save(path)
+    back = keras.models.load_model(path)
+    _close(back.predict(x, verbose=0), ours.predict(x, verbose=0))
+    path = str(tmp_path / "keras_td.keras")
+    theirs.save(path)
+    again = phalanx.models.load_model(path)
+    _close(again.predict(x, verbose=0), theirs.predict(x, verbose=0))
+    weights = str(tmp_path / "td.weights.h5")
+    theirs.save_weights(weights)
+    fresh = _sequence_model(phalanx)
+    fresh.load_weights(weights)
+    for a, b in zip(fresh.get_weights(), theirs.get_weights(), strict=True):
+        np.testing.assert_array_equal(a, np.asarray(b))
+
+
+@pytest.mark.slow  # two fits: the replicas-vs-one check
+def test_time_distributed_fit_two_replicas_equal_one():
+    x, y = _data(16, 5, 4), _data(16, 1)
+    runs = []
+    for devices in (jax.devices()[:1], jax.devices()[:2]):
+        with phalanx.MirroredStrategy(devices=devices).scope():
+            phalanx.utils.set_random_seed(0)
+            model = _sequence_model(phalanx)
+            model.compile(optimizer=phalanx.optimizers.SGD(0.1), loss="mse")
+        history = model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+        runs.append((history.history["loss"], model.get_weights()))
+    np.testing.assert_allclose(runs[0][0], runs[1][0], rtol=1e-5)
+    for a, b in zip(runs[0][1], runs[1][1], strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5)

@@ -113,6 +113,7 @@ from ._reshaping import ZeroPadding2D as ZeroPadding2D
 from ._reshaping import ZeroPadding3D as ZeroPadding3D
 from ._spectral_normalization import SpectralNormalization as SpectralNormalization
 from ._text_vectorization import TextVectorization as TextVectorization
+from ._time_distributed import TimeDistributed as TimeDistributed
 
 # isort: split
 # For phalanx's own packages (not public API, absent from __all__): what `models`, `train`
@@ -276,6 +277,7 @@ __all__ = [
     "StringLookup",
     "Subtract",
     "TextVectorization",
+    "TimeDistributed",
     "UnitNormalization",
     "UpSampling1D",
     "UpSampling2D",
