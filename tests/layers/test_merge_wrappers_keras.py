@@ -271,6 +271,12 @@ def test_time_distributed_in_a_functional_model_builds_from_the_step_shape():
     td = layers.TimeDistributed(layers.Dense(2))
     assert td(_data(2, 3, 4)).shape == (2, 3, 2)
     assert td(_data(2, 7, 4)).shape == (2, 7, 2)
+    steps = phalanx.Input((None, 4))
+    model = phalanx.Model(steps, layers.TimeDistributed(layers.Dense(2))(steps))
+    assert model.output_shape == (None, None, 2)
+    for time in (3, 5):
+        x = _data(2, time, 4)
+        _close(model.predict(x, verbose=0), x @ model.layers[-1].layer.get_weights()[0])
 
 
 def test_time_distributed_passes_masks_as_keras():
