@@ -26,6 +26,7 @@ from ._convolutional import Conv3D as Conv3D
 from ._core import Activation as Activation
 from ._core import Dense as Dense
 from ._core import Embedding as Embedding
+from ._core import Identity as Identity
 from ._core import Input as Input
 from ._core import InputLayer as InputLayer
 from ._core import Lambda as Lambda
@@ -41,10 +42,19 @@ from ._layer import Layer as Layer
 from ._merging import Add as Add
 from ._merging import Average as Average
 from ._merging import Concatenate as Concatenate
+from ._merging import Dot as Dot
 from ._merging import Maximum as Maximum
 from ._merging import Minimum as Minimum
 from ._merging import Multiply as Multiply
 from ._merging import Subtract as Subtract
+from ._merging import add as add
+from ._merging import average as average
+from ._merging import concatenate as concatenate
+from ._merging import dot as dot
+from ._merging import maximum as maximum
+from ._merging import minimum as minimum
+from ._merging import multiply as multiply
+from ._merging import subtract as subtract
 from ._normalization import BatchNormalization as BatchNormalization
 from ._normalization import GroupNormalization as GroupNormalization
 from ._normalization import LayerNormalization as LayerNormalization
@@ -103,6 +113,7 @@ from ._reshaping import ZeroPadding2D as ZeroPadding2D
 from ._reshaping import ZeroPadding3D as ZeroPadding3D
 from ._spectral_normalization import SpectralNormalization as SpectralNormalization
 from ._text_vectorization import TextVectorization as TextVectorization
+from ._time_distributed import TimeDistributed as TimeDistributed
 
 # isort: split
 # For phalanx's own packages (not public API, absent from __all__): what `models`, `train`
@@ -193,6 +204,7 @@ __all__ = [
     "Dense",
     "DepthwiseConv1D",
     "DepthwiseConv2D",
+    "Dot",
     "Dropout",
     "ELU",
     "Embedding",
@@ -214,6 +226,7 @@ __all__ = [
     "GlobalMaxPooling2D",
     "GlobalMaxPooling3D",
     "Hashing",
+    "Identity",
     "GroupNormalization",
     "Input",
     "InputLayer",
@@ -264,6 +277,7 @@ __all__ = [
     "StringLookup",
     "Subtract",
     "TextVectorization",
+    "TimeDistributed",
     "UnitNormalization",
     "UpSampling1D",
     "UpSampling2D",
@@ -271,5 +285,13 @@ __all__ = [
     "ZeroPadding1D",
     "ZeroPadding2D",
     "ZeroPadding3D",
+    "add",
+    "average",
+    "concatenate",
+    "dot",
     "get_activation",
+    "maximum",
+    "minimum",
+    "multiply",
+    "subtract",
 ]

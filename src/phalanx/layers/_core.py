@@ -1,4 +1,4 @@
-"""Keras's core layers on flax.nnx: Input, Dense, Activation, Embedding.
+"""Keras's core layers on flax.nnx: Input, Dense, Activation, Embedding, Identity.
 
 Defaults are Keras's: ``glorot_uniform`` kernels, zero biases, embeddings
 drawn from ``uniform(-0.05, 0.05)``.
@@ -15,7 +15,7 @@ from .. import regularizers
 from . import _activations, _initializers
 from . import _args as _layer_args
 from ._args import positive_int
-from ._layer import Layer, Shape, format_shape
+from ._layer import Layer, Shape, format_shape, normalize_shape, shapes_match
 
 if TYPE_CHECKING:
     from ._symbolic import KerasTensor
@@ -226,6 +226,65 @@ class Activation(Layer):
 
     def pre_activation(self, x, *, training, rngs):
         return self._cast(x)
+
+
+class Identity(Layer):
+    """Keras's ``Identity``: returns its inputs as they are (a placeholder layer).
+
+    It takes one batch or a list of batches (returned as the same list), has no
+    weights, and passes a mask on unchanged, as Keras.
+
+    Args:
+      name: the layer's name.
+      input_shape: the per-example input shape, on a network's first layer.
+      dtype: accepted as Keras's (the inputs are returned in their own dtype).
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> Identity()(jnp.array([[1.0, 2.0]])).tolist()
+      [[1.0, 2.0]]
+    """
+
+    supports_masking = True
+
+    def __init__(self, *, name: str | None = None, input_shape: Any = None, dtype: Any = None):
+        super().__init__(name=name, input_shape=input_shape, dtype=dtype)
+
+    def _normalize_input_shape(self, input_shape: Any) -> Any:
+        if _is_shape_list(input_shape):
+            return [normalize_shape(s) for s in input_shape]
+        return normalize_shape(input_shape)
+
+    def _input_shape_of(self, x: Any) -> Any:
+        if isinstance(x, list | tuple):
+            return [tuple(a.shape[1:]) for a in x]
+        return tuple(x.shape[1:])
+
+    def check_input(self, x: Any) -> None:
+        received = self._input_shape_of(x)
+        expected = self.built_input_shape
+        several = isinstance(expected, list)
+        pairs = list(zip(expected, received, strict=False)) if several else [(expected, received)]
+        same = not several or (isinstance(received, list) and len(received) == len(expected))
+        if not same or not all(shapes_match(e, r) for e, r in pairs):
+            raise self._error(f"was built for inputs of shape {expected}, received {received}.")
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        if isinstance(input_shape, list):
+            return [tuple(s) for s in input_shape]
+        return tuple(input_shape)
+
+    def call(self, x, *, training, rngs):
+        return list(x) if isinstance(x, tuple) else x
+
+
+def _is_shape_list(shape: Any) -> bool:
+    """True for a list of shapes (the inputs of a layer called on a list)."""
+    return (
+        isinstance(shape, list | tuple)
+        and len(shape) > 0
+        and all(isinstance(s, list | tuple) for s in shape)
+    )
 
 
 class Embedding(Layer):

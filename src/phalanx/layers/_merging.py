@@ -1,9 +1,11 @@
 """Keras's merge layers: ``Add``, ``Subtract``, ``Multiply``, ``Average``, ``Maximum``,
-``Minimum``, ``Concatenate``. Each takes a list of batches (``Add()([a, b])``).
+``Minimum``, ``Concatenate``, ``Dot``. Each takes a list of batches (``Add()([a, b])``).
 
 Element-wise layers need inputs of one shape, or shapes that broadcast (Keras
 allows that too); ``Concatenate(axis=-1)`` joins along an axis whose other
-sizes agree. They have no weights.
+sizes agree; ``Dot(axes)`` is Keras's ``batch_dot`` of two inputs. They have no
+weights. Keras's functional forms (``add([a, b])``, ``concatenate([a, b], axis=1)``,
+``dot([a, b], axes=1)``, ...) make the layer and call it on the inputs.
 """
 
 from __future__ import annotations
@@ -13,8 +15,13 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from ..errors import LayerArgumentError
 from ._layer import Layer, Shape, format_shape, normalize_shape, shapes_match
+
+#: Keras's ``backend.epsilon()``: ``ops.normalize`` caps the inverse norm at ``1 / epsilon``.
+_EPSILON = 1e-7
 
 
 class _Merge(Layer):
@@ -192,3 +199,247 @@ class Concatenate(_Merge):
 
     def _merge(self, xs: list[jax.Array]) -> jax.Array:
         return jnp.concatenate(xs, axis=self.axis)
+
+
+class Dot(_Merge):
+    """Keras's ``Dot``: the dot product of two inputs along one axis of each (``batch_dot``).
+
+    With inputs of shapes ``(batch, 3, 5)`` and ``(batch, 10, 3)`` and
+    ``axes=(1, 2)`` the output has shape ``(batch, 5, 10)``: the first input's
+    axes without the summed one, then the second's without its batch and summed
+    axes; an output of one axis becomes ``(batch, 1)``, as Keras.
+
+    Args:
+      axes: the axis of both inputs (an int), or a pair: the first input's axis
+        and the second's. Axes count the batch axis (which cannot be summed);
+        negative axes count from the end of each input.
+      normalize: L2-normalize both inputs along their axes first (the output is
+        then the cosine similarity), as Keras's ``ops.normalize``.
+      name: the layer's name.
+      dtype: the computation dtype, or None for the inputs'.
+
+    Raises:
+      LayerArgumentError: ``axes`` is not an int or a pair of ints.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> Dot(axes=(1, 2))([jnp.ones((2, 3, 5)), jnp.ones((2, 10, 3))]).shape
+      (2, 5, 10)
+      >>> Dot(axes=1)([jnp.ones((1, 4)), jnp.ones((1, 4))]).tolist()
+      [[4.0]]
+    """
+
+    def __init__(
+        self, axes: Any, normalize: bool = False, *, name: str | None = None, dtype: Any = None
+    ):
+        super().__init__(name=name, dtype=dtype)
+        if isinstance(axes, list | tuple):
+            if len(axes) != 2:
+                raise LayerArgumentError(
+                    "Invalid format for argument `axes`: it should contain two elements (the "
+                    f"first input's axis and the second's). Received: axes={axes}"
+                )
+            if not all(_is_int(a) for a in axes):
+                raise LayerArgumentError(
+                    "Invalid format for argument `axes`: list elements should be integers. "
+                    f"Received: axes={axes}"
+                )
+            axes = tuple(int(a) for a in axes)
+        elif _is_int(axes):
+            axes = int(axes)
+        else:
+            raise LayerArgumentError(
+                "Invalid type for argument `axes`: it should be a list or an int (e.g. "
+                f"axes=1 or axes=(1, 2)). Received: axes={axes!r} ({type(axes).__name__})"
+            )
+        self.axes = axes
+        self.normalize = bool(normalize)
+
+    def _full_axes(self, rank1: int, rank2: int) -> tuple[int, int]:
+        """The summed axes of inputs of ``rank1`` and ``rank2`` axes (batch included)."""
+        first, second = (self.axes, self.axes) if isinstance(self.axes, int) else self.axes
+        return (first % rank1 if first < 0 else first, second % rank2 if second < 0 else second)
+
+    def _check_input_shape(self, input_shape: list[Shape]) -> None:
+        if len(input_shape) != 2:
+            raise self._error(
+                "should be called on a list of 2 inputs (layers.Dot(axes)([a, b])), got "
+                f"{len(input_shape)}."
+            )
+        shape1, shape2 = ((None, *s) for s in input_shape)
+        if len(shape1) < 2 or len(shape2) < 2:
+            raise self._error(
+                "cannot do batch_dot on inputs with rank < 2 (batch axis included), got "
+                f"shapes {format_shape(input_shape[0])} and {format_shape(input_shape[1])}."
+            )
+        a0, a1 = self._full_axes(len(shape1), len(shape2))
+        if not (0 <= a0 < len(shape1) and 0 <= a1 < len(shape2)):
+            raise self._error(
+                f"got axes={self.axes}, out of range for inputs of shapes "
+                f"{format_shape(input_shape[0])} and {format_shape(input_shape[1])}."
+            )
+        if 0 in (a0, a1):
+            raise self._error(
+                f"cannot perform batch_dot over axis 0 (axes={self.axes}): it is the batch "
+                "axis. Sum over another axis, or add a batch axis to the inputs."
+            )
+        d1, d2 = shape1[a0], shape2[a1]
+        if d1 is not None and d2 is not None and d1 != d2:
+            raise self._error(
+                f"got incompatible input shapes: axis values {d1} (at axis {a0}) != {d2} (at "
+                f"axis {a1}). Full input shapes: {format_shape(input_shape[0])}, "
+                f"{format_shape(input_shape[1])}."
+            )
+
+    def compute_output_shape(self, input_shape: list[Shape]) -> Shape:
+        self._check_input_shape(input_shape)
+        shape1, shape2 = (list((None, *s)) for s in input_shape)
+        a0, a1 = self._full_axes(len(shape1), len(shape2))
+        shape1.pop(a0)
+        shape2.pop(a1)
+        out = shape1 + shape2[1:]
+        return tuple(out[1:]) if len(out) > 1 else (1,)
+
+    def _merge(self, xs: list[jax.Array]) -> jax.Array:
+        x1, x2 = xs
+        a0, a1 = self._full_axes(x1.ndim, x2.ndim)
+        if self.normalize:
+            x1, x2 = _l2_normalize(x1, a0), _l2_normalize(x2, a1)
+        out = jax.lax.dot_general(x1, x2, (((a0,), (a1,)), ((0,), (0,))))
+        return out[:, None] if out.ndim == 1 else out
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+def _l2_normalize(x: jax.Array, axis: int) -> jax.Array:
+    """Keras's ``ops.normalize(x, axis)``: ``x * min(rsqrt(sum(x**2)), 1 / epsilon)``."""
+    inv_norm = jax.lax.rsqrt(jnp.sum(jnp.square(x), axis=axis, keepdims=True))
+    return x * jnp.minimum(inv_norm, 1.0 / _EPSILON)
+
+
+# Keras's functional forms: ``keras.layers.add(inputs, **kwargs)`` is ``Add(**kwargs)(inputs)``.
+
+
+def add(inputs: list, **kwargs: Any) -> Any:
+    """Keras's ``add``: ``Add(**kwargs)(inputs)``, the element-wise sum of the inputs.
+
+    Args:
+      inputs: a list of batches or symbolic tensors of one shape (or shapes that broadcast).
+      **kwargs: the layer's arguments (``name=``, ``dtype=``).
+
+    Returns:
+      The sum, a batch (or a symbolic tensor in a functional model).
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> add([jnp.ones((1, 2)), jnp.ones((1, 2))]).tolist()
+      [[2.0, 2.0]]
+    """
+    return Add(**kwargs)(inputs)
+
+
+def subtract(inputs: list, **kwargs: Any) -> Any:
+    """Keras's ``subtract``: ``Subtract(**kwargs)(inputs)``, the first input minus the second.
+
+    Args:
+      inputs: a list of exactly 2 batches or symbolic tensors.
+      **kwargs: the layer's arguments (``name=``, ``dtype=``).
+
+    Returns:
+      The difference, a batch (or a symbolic tensor in a functional model).
+    """
+    return Subtract(**kwargs)(inputs)
+
+
+def multiply(inputs: list, **kwargs: Any) -> Any:
+    """Keras's ``multiply``: ``Multiply(**kwargs)(inputs)``, the element-wise product.
+
+    Args:
+      inputs: a list of batches or symbolic tensors of one shape (or shapes that broadcast).
+      **kwargs: the layer's arguments (``name=``, ``dtype=``).
+
+    Returns:
+      The product, a batch (or a symbolic tensor in a functional model).
+    """
+    return Multiply(**kwargs)(inputs)
+
+
+def average(inputs: list, **kwargs: Any) -> Any:
+    """Keras's ``average``: ``Average(**kwargs)(inputs)``, the element-wise mean.
+
+    Args:
+      inputs: a list of batches or symbolic tensors of one shape (or shapes that broadcast).
+      **kwargs: the layer's arguments (``name=``, ``dtype=``).
+
+    Returns:
+      The mean, a batch (or a symbolic tensor in a functional model).
+    """
+    return Average(**kwargs)(inputs)
+
+
+def maximum(inputs: list, **kwargs: Any) -> Any:
+    """Keras's ``maximum``: ``Maximum(**kwargs)(inputs)``, the element-wise maximum.
+
+    Args:
+      inputs: a list of batches or symbolic tensors of one shape (or shapes that broadcast).
+      **kwargs: the layer's arguments (``name=``, ``dtype=``).
+
+    Returns:
+      The maximum, a batch (or a symbolic tensor in a functional model).
+    """
+    return Maximum(**kwargs)(inputs)
+
+
+def minimum(inputs: list, **kwargs: Any) -> Any:
+    """Keras's ``minimum``: ``Minimum(**kwargs)(inputs)``, the element-wise minimum.
+
+    Args:
+      inputs: a list of batches or symbolic tensors of one shape (or shapes that broadcast).
+      **kwargs: the layer's arguments (``name=``, ``dtype=``).
+
+    Returns:
+      The minimum, a batch (or a symbolic tensor in a functional model).
+    """
+    return Minimum(**kwargs)(inputs)
+
+
+def concatenate(inputs: list, axis: int = -1, **kwargs: Any) -> Any:
+    """Keras's ``concatenate``: ``Concatenate(axis, **kwargs)(inputs)``.
+
+    Args:
+      inputs: a list of batches or symbolic tensors whose sizes agree except on ``axis``.
+      axis: the axis to join along, counting the batch axis (``-1``: features).
+      **kwargs: the layer's arguments (``name=``, ``dtype=``).
+
+    Returns:
+      The joined batch (or a symbolic tensor in a functional model).
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> concatenate([jnp.ones((1, 2)), jnp.zeros((1, 3))]).shape
+      (1, 5)
+    """
+    return Concatenate(axis=axis, **kwargs)(inputs)
+
+
+def dot(inputs: list, axes: Any = -1, normalize: bool = False, **kwargs: Any) -> Any:
+    """Keras's ``dot``: ``Dot(axes, normalize, **kwargs)(inputs)``, a batched dot product.
+
+    Args:
+      inputs: a list of 2 batches or symbolic tensors.
+      axes: the summed axis of both inputs, or a pair (the first's, the second's);
+        axes count the batch axis, which cannot be summed.
+      normalize: L2-normalize the inputs along their axes first (cosine similarity).
+      **kwargs: the layer's arguments (``name=``, ``dtype=``).
+
+    Returns:
+      The dot product, a batch (or a symbolic tensor in a functional model).
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> dot([jnp.ones((2, 3, 5)), jnp.ones((2, 10, 3))], axes=(1, 2)).shape
+      (2, 5, 10)
+    """
+    return Dot(axes=axes, normalize=normalize, **kwargs)(inputs)

@@ -95,6 +95,8 @@ def _layer_config(layer: Layer) -> dict:
         config["layer"] = _layer_entry(layer.forward_layer, None)
         config["backward_layer"] = _layer_entry(layer.backward_layer, None)
         config.pop("weights", None)
+    if type(layer).__name__ == "TimeDistributed":  # its layer, as Keras serializes it
+        config["layer"] = _layer_entry(layer.layer, None)
     return config
 
 
