@@ -63,9 +63,14 @@ def _from_dict(config: dict, custom_objects: dict | None) -> Activation:
         return _by_name(config["config"], custom_objects)
     if isinstance(name, str) and name not in ("function", "__lambda__"):
         return _by_name(name, custom_objects)
+    lambda_note = (
+        " A lambda stored in a config is never run: give the function itself."
+        if name == "__lambda__"
+        else ""
+    )
     raise ActivationError(
         f"An activation config is a dict like {{'class_name': 'function', 'config': 'relu'}}, "
-        f"got {config!r}. A lambda stored in a config is never run: give the function itself."
+        f"got {config!r}.{lambda_note}"
     )
 
 
