@@ -3,8 +3,9 @@
 Every function on the same float32 inputs (negatives, zeros, the kinks, large values,
 NaN) with each optional argument varied, values and gradients; the same names,
 signatures and defaults; ``get``/``serialize``/``deserialize`` round trips and errors;
-``Dense``, ``Activation`` and ``LSTM`` with each name equal to Keras's with the same
-weights, their configs naming the activation as Keras does; and ``fit`` with one.
+``Dense``, ``Activation``, ``Conv1D`` and the recurrent layers with each name equal to
+Keras's with the same weights, their configs naming the activation as Keras does; ``.keras``
+files both ways; and ``fit`` with one.
 """
 
 import inspect
@@ -380,3 +381,44 @@ def test_a_model_with_celu_trains_with_fit():
     model.compile(optimizer="sgd", loss="mse")
     history = model.fit(x, y, batch_size=16, epochs=3, verbose=0).history["loss"]
     assert np.all(np.isfinite(history)) and history[-1] < history[0]
+
+
+def test_keras_files_carry_every_activation_both_ways(tmp_path):
+    x = RNG.normal(size=(8, 5)).astype(np.float32)
+    ours = phalanx.Sequential(
+        [layers.Input(shape=(5,)), layers.Dense(6, activation="celu")]
+        + [layers.Dense(6, activation=name) for name in ("swish", "mish", "squareplus")]
+        + [layers.Dense(4, activation=activations.sparsemax)]
+    )
+    ours.compile(optimizer="sgd", loss="mse")
+    ours.save(tmp_path / "ours.keras")
+    theirs = keras.models.load_model(tmp_path / "ours.keras")
+    np.testing.assert_allclose(theirs.predict(x, verbose=0), ours.predict(x, verbose=0), atol=1e-6)
+    assert [layer.get_config()["activation"] for layer in theirs.layers] == [
+        "celu",
+        "silu",
+        "mish",
+        "squareplus",
+        "sparsemax",
+    ]
+    keras_model = keras.Sequential(
+        [keras.Input((5,)), keras.layers.Dense(6, activation="hard_swish")]
+        + [keras.layers.Dense(3, activation="log_sigmoid")]
+    )
+    keras_model.save(tmp_path / "theirs.keras")
+    loaded = phalanx.models.load_model(tmp_path / "theirs.keras")
+    np.testing.assert_allclose(
+        loaded.predict(x, verbose=0), keras_model.predict(x, verbose=0), atol=1e-6
+    )
+
+
+@pytest.mark.parametrize("name", ["hard_tanh", "tanh_shrink", "sparse_plus", "log_softmax"])
+def test_conv_layers_by_name_equal_keras(name):
+    x = RNG.normal(scale=2.0, size=(2, 7, 3)).astype(np.float32)
+    ours = layers.Conv1D(4, 3, activation=name)
+    theirs = keras.layers.Conv1D(4, 3, activation=name)
+    ours(x)
+    theirs(x)
+    theirs.set_weights(ours.get_weights())
+    np.testing.assert_allclose(np.asarray(ours(x)), np.asarray(theirs(x)), rtol=1e-5, atol=1e-5)
+    assert ours.get_config()["activation"] == theirs.get_config()["activation"] == name
