@@ -32,6 +32,7 @@ PACKAGES = [
     "phalanx.metrics",
     "phalanx.optimizers",
     "phalanx.optimizers.schedules",
+    "phalanx.activations",
     "phalanx.regularizers",
     "phalanx.constraints",
     "phalanx.mixed_precision",

@@ -23,7 +23,7 @@ LIMITS = {
     "function-local imports": 96,
     "underscore probes": 12,
     "private cross-package imports": 6,
-    "private names imported from another package": 62,
+    "private names imported from another package": 60,
 }
 
 

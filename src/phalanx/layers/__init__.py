@@ -5,6 +5,7 @@ its nnx children (``nnx.Linear``, ``nnx.Conv``, ``nnx.BatchNorm``, ...) when it
 learns its input shape (``build``). Stack them in `phalanx.train.Sequential`.
 """
 
+from ..activations import get as get_activation
 from ._activation_layers import ELU as ELU
 from ._activation_layers import LeakyReLU as LeakyReLU
 from ._activation_layers import Permute as Permute
@@ -12,7 +13,6 @@ from ._activation_layers import PReLU as PReLU
 from ._activation_layers import ReLU as ReLU
 from ._activation_layers import RepeatVector as RepeatVector
 from ._activation_layers import Softmax as Softmax
-from ._activations import get as get_activation
 from ._attention import MultiHeadAttention as MultiHeadAttention
 from ._conv_lstm import ConvLSTM1D as ConvLSTM1D
 from ._conv_lstm import ConvLSTM2D as ConvLSTM2D

@@ -15,7 +15,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from .. import regularizers
+from .. import activations, regularizers
 from ..errors import LayerArgumentError
 from . import _args, _initializers
 from ._layer import Layer, Shape
@@ -64,13 +64,12 @@ class ReLU(Layer):
         self.threshold = _finite("ReLU", "threshold", threshold, minimum=None)
 
     def call(self, x, *, training, rngs):
-        x = self._cast(x)
-        out = jnp.where(x > self.threshold, x, 0.0) if self.threshold else jax.nn.relu(x)
-        if self.max_value is not None:
-            out = jnp.clip(out, 0.0, self.max_value)
-        if self.negative_slope:
-            out = out - self.negative_slope * jax.nn.relu(self.threshold - x)
-        return out
+        return activations.relu(
+            self._cast(x),
+            negative_slope=self.negative_slope,
+            max_value=self.max_value,
+            threshold=self.threshold,
+        )
 
 
 class LeakyReLU(Layer):

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import regularizers
+from .. import activations, regularizers
 from ..constraints import _constraints
 from ..errors import LayerArgumentError
-from . import _activations, _initializers
+from . import _initializers
 
 
 def is_positive_int(value: Any) -> bool:
@@ -92,7 +92,7 @@ def keep_kernel_arguments(
     ``Dense`` and the ``Conv`` layers: an unknown activation or initializer
     name fails here, not when the layer is built; regularizers are resolved.
     """
-    _activations.get(activation)
+    activations.get(activation)
     _initializers.get(kernel_initializer), _initializers.get(bias_initializer)
     layer.activation = activation
     layer.use_bias = use_bias

@@ -21,8 +21,9 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from .. import activations
 from ..errors import LayerArgumentError
-from . import _activations, _initializers
+from . import _initializers
 from ._args import positive_int
 from ._convolutional import _convolution, check_data_format, check_padding, output_sizes
 from ._convolutional import spatial_tuple as _spatial_tuple
@@ -204,7 +205,7 @@ class ConvLSTMCell(LSTMCell):
     def step(self, x, states, dp, rec):
         kernel, recurrent, bias = self._values()
         h_prev, c_prev = states[0], states[1]
-        gate = _activations.get(self.recurrent_activation)
+        gate = activations.get(self.recurrent_activation)
         x_i, x_f, x_c, x_o = self._gate_inputs(x, kernel, bias, dp)
         h_i, h_f, h_c, h_o = self._gate_recurrent(h_prev, recurrent, rec)
         i = gate(x_i + h_i)

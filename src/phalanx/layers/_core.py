@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 import jax.numpy as jnp
 from flax import nnx
 
-from .. import regularizers
-from . import _activations, _initializers
+from .. import activations, regularizers
 from . import _args as _layer_args
+from . import _initializers
 from ._args import positive_int
 from ._layer import Layer, Shape, format_shape, normalize_shape, shapes_match
 
@@ -221,7 +221,7 @@ class Activation(Layer):
 
     def __init__(self, activation: Any, *, name: str | None = None, input_shape: Any = None):
         super().__init__(name=name, input_shape=input_shape)
-        _activations.get(activation)
+        activations.get(activation)
         self.activation = activation
 
     def pre_activation(self, x, *, training, rngs):

@@ -15,9 +15,9 @@ from typing import Any
 import jax.numpy as jnp
 from jax import lax
 
-from .. import regularizers
+from .. import activations, regularizers
 from ..errors import LayerArgumentError
-from . import _activations, _initializers
+from . import _initializers
 from ._args import keep_constraints, positive_int
 from ._convolutional import (
     _CHANNELS_LAST_HINT,
@@ -170,7 +170,7 @@ class DepthwiseConv(_DepthwiseBase):
         self._keep_spatial(
             kernel_size, strides, padding, data_format, dilation_rate, depth_multiplier
         )
-        _activations.get(activation)
+        activations.get(activation)
         self.activation, self.use_bias = activation, bool(use_bias)
         self._keep("depthwise", depthwise_initializer, depthwise_regularizer)
         self._keep("bias", bias_initializer, bias_regularizer)
@@ -243,7 +243,7 @@ class SeparableConv(_DepthwiseBase):
         self._keep_spatial(
             kernel_size, strides, padding, data_format, dilation_rate, depth_multiplier
         )
-        _activations.get(activation)
+        activations.get(activation)
         self.activation, self.use_bias = activation, bool(use_bias)
         self._keep("depthwise", depthwise_initializer, depthwise_regularizer)
         self._keep("pointwise", pointwise_initializer, pointwise_regularizer)

@@ -56,12 +56,12 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from .. import activations
 from .._random import model_seed
 from ..constraints import _constraints
 from ..errors import LayerArgumentError, LayerShapeError, NotBuiltError
 from ..mixed_precision import _policy as _mixed_precision
 from ..regularizers import Regularized
-from . import _activations
 from ._keras_protocol import (
     _BUILDING,
     _CALLS,
@@ -158,6 +158,17 @@ _WEIGHT_NAMES = frozenset(
         "recurrent_kernel",
     )
 )
+
+
+_ACTIVATION_KEYS = frozenset(("activation", "recurrent_activation"))
+
+
+def _activation_config(value: Any) -> str:
+    """A layer's ``activation`` in its config, as Keras's ``activations.serialize``: the
+    canonical name (``"silu"`` for ``"swish"``, ``"linear"`` for None), else the
+    function's ``__name__``."""
+    name = activations.name_of(activations.get(value) if isinstance(value, dict) else value)
+    return name if name is not None else getattr(value, "__name__", type(value).__name__)
 
 
 class Layer(Regularized, nnx.Module):
@@ -281,12 +292,12 @@ class Layer(Regularized, nnx.Module):
         """The Keras name of the activation this layer ends with, or None."""
         if not self._has_activation:
             return None
-        return _activations.name_of(self.activation)
+        return activations.name_of(self.activation)
 
     @property
     def activation_fn(self):
         """The activation function (identity for layers without one)."""
-        return _activations.get(self.activation if self._has_activation else None)
+        return activations.get(self.activation if self._has_activation else None)
 
     # -- building ----------------------------------------------------------------------
     def _error(self, message: str) -> LayerShapeError:
@@ -561,7 +572,8 @@ class Layer(Regularized, nnx.Module):
         """The layer's configuration, as Keras's ``get_config()``: name, trainable, arguments.
 
         Values are what the layer was given (ints, floats, strings, tuples);
-        an activation function or a regularizer object is given by its name.
+        an activation function or a regularizer object is given by its name (an
+        activation by Keras's canonical one: ``"silu"`` for ``"swish"``, ``"linear"`` for None).
         It describes the layer (``TensorBoard(write_graph=True)``, ``to_json``);
         phalanx does not rebuild layers from it.
         """
@@ -572,7 +584,9 @@ class Layer(Regularized, nnx.Module):
                 continue
             if isinstance(value, nnx.Variable):  # add_weight's weights are not arguments
                 continue
-            if isinstance(value, bool | int | float | str | type(None)):
+            if key in _ACTIVATION_KEYS and not isinstance(value, nnx.Module | nnx.Variable):
+                config[key] = _activation_config(value)
+            elif isinstance(value, bool | int | float | str | type(None)):
                 config[key] = value
             elif isinstance(value, tuple) and all(
                 isinstance(v, int | float | str | type(None) | tuple) for v in value

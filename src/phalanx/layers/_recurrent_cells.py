@@ -17,8 +17,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from .. import regularizers
-from . import _activations, _args, _initializers
+from .. import activations, regularizers
+from . import _args, _initializers
 from ._layer import Layer, Shape
 
 
@@ -360,7 +360,7 @@ class LSTMCell(_Cell):
             name=name,
             dtype=dtype,
         )
-        _activations.get(recurrent_activation)
+        activations.get(recurrent_activation)
         self.recurrent_activation = recurrent_activation
         self.unit_forget_bias = bool(unit_forget_bias)
 
@@ -382,7 +382,7 @@ class LSTMCell(_Cell):
     def step(self, x, states, dp, rec):
         kernel, recurrent, bias = self._values()
         h_prev, c_prev = states[0], states[1]
-        gate = _activations.get(self.recurrent_activation)
+        gate = activations.get(self.recurrent_activation)
         if self._mask_count is None:  # Keras's implementation 2: fused
             if dp is not None:
                 x = x * dp
@@ -466,7 +466,7 @@ class GRUCell(_Cell):
             name=name,
             dtype=dtype,
         )
-        _activations.get(recurrent_activation)
+        activations.get(recurrent_activation)
         self.recurrent_activation = recurrent_activation
         self.reset_after = bool(reset_after)
 
@@ -477,7 +477,7 @@ class GRUCell(_Cell):
         kernel, recurrent, bias = self._values()
         h_prev = states[0]
         u = self.units
-        gate = _activations.get(self.recurrent_activation)
+        gate = activations.get(self.recurrent_activation)
         in_bias, rec_bias = None, None
         if bias is not None:
             in_bias, rec_bias = (bias[0], bias[1]) if self.reset_after else (bias, None)

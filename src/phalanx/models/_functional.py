@@ -23,13 +23,13 @@ import jax.numpy as jnp
 from flax import nnx
 
 from .._random import model_seed
+from ..activations import LOGIT_ACTIVATIONS
 from ..errors import LayerShapeError, ModelStructureError, NotBuiltError
 from ..layers import (
     InputLayer,
     KerasTensor,
     Layer,
     Node,
-    _activations,
     any_symbolic,
     format_shape,
     is_symbolic,
@@ -366,7 +366,7 @@ class Functional(nnx.Module):
             if (
                 return_logits
                 and out_ids == [logits_slot]
-                and layer.activation_name in _activations.LOGIT_ACTIVATIONS
+                and layer.activation_name in LOGIT_ACTIVATIONS
                 and len(args) == 1
                 and not kwargs
             ):

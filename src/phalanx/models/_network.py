@@ -45,6 +45,7 @@ from flax import nnx
 
 from .. import regularizers
 from .._random import model_seed
+from ..activations import LOGIT_ACTIVATIONS
 from ..errors import LayerShapeError, ModelArgumentError, NotBuiltError
 from ..layers import (
     Dense,
@@ -53,7 +54,6 @@ from ..layers import (
     InputLayer,
     Layer,
     Shape,
-    _activations,
     format_shape,
     is_symbolic,
     is_traced,
@@ -241,7 +241,7 @@ class Sequential(nnx.Module):
         if not len(self.layers):
             return None
         name = self.layers[-1].activation_name
-        return name if name in _activations.LOGIT_ACTIVATIONS else None
+        return name if name in LOGIT_ACTIVATIONS else None
 
     def check_input_spec(self, shape: Any, dtype: Any = jnp.float32) -> None:
         """Raises `LayerShapeError` when a batch of ``shape``/``dtype`` does not fit.
