@@ -161,3 +161,30 @@ def batch_terms(
     if reduction == "mean_with_sample_weight":
         return numerator, jnp.sum(jnp.where(real, weight, 0.0))
     return numerator, jnp.sum(real.astype(jnp.float32))
+
+
+def apply_output_mask(weight: Any, mask: Any, output_mask: Any) -> tuple[Any, Any]:
+    """``(weight, mask)`` for ``batch_terms`` with a model output's Keras mask merged in.
+
+    Keras 3's ``apply_mask`` merges ``y_pred``'s mask into the sample weights,
+    scaled for the means so that they divide by the valid entries' count:
+    ``sum(loss * sample_weight * output_mask) / sum(output_mask)`` for
+    ``"sum_over_batch_size"``, that sum alone for ``"sum"``. ``batch_terms``
+    counts the entries whose ``mask`` is above 0, so the products here give the
+    same figures (over the global batch: the counts add over replicas).
+
+    Args:
+      weight: each example's sample weight, ``[batch]`` (or the values' shape).
+      mask: 1 for real examples, 0 for padding, ``[batch]``.
+      output_mask: the output's mask, ``[batch, ...]`` (True where an entry
+        counts), or None.
+
+    Returns:
+      ``(weight, mask)`` unchanged for None (nothing is traced); else both times
+      the output mask, of its shape.
+    """
+    if output_mask is None:
+        return weight, mask
+    keep = jnp.asarray(output_mask, jnp.float32)
+    weight = jnp.asarray(weight, jnp.float32)
+    return _expand_to(weight, keep) * keep, _expand_to(jnp.asarray(mask), keep) * keep

@@ -34,6 +34,7 @@ from ..layers import (
     format_shape,
     is_symbolic,
     output_mask,
+    record_output_mask,
     shapes_match,
     snake_case,
     takes_mask,
@@ -388,6 +389,7 @@ class Functional(nnx.Module):
                     if m is not None:
                         masks[slot] = m
         result = _fill(graph.outputs, values)
+        record_output_mask(_output_masks(graph.outputs, masks))
         return (result, logits) if return_logits else result
 
     # -- inspection ------------------------------------------------------------------
@@ -439,6 +441,14 @@ def _fill(template: Any, values: dict[int, Any]) -> Any:
         template,
         is_leaf=lambda v: isinstance(v, _Ref),
     )
+
+
+def _output_masks(outputs: Any, masks: dict[int, Any]) -> Any:
+    """The output's mask (None: none); a tuple of them for a structure of outputs."""
+    if isinstance(outputs, _Ref):
+        return masks.get(outputs.id)
+    refs = jax.tree.leaves(outputs, is_leaf=lambda v: isinstance(v, _Ref))
+    return tuple(masks.get(r.id) for r in refs if isinstance(r, _Ref))
 
 
 def _describe_value(x: Any) -> str:

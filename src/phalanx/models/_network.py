@@ -59,6 +59,7 @@ from ..layers import (
     is_traced,
     normalize_shape,
     output_mask,
+    record_output_mask,
     shapes_match,
     snake_case,
     takes_mask,
@@ -322,9 +323,11 @@ class Sequential(nnx.Module):
                 layer.check_input(x)
                 logits = layer.pre_activation(x, training=training, rngs=key)
                 y_pred = layer._record_activity(layer.activation_fn(logits))
+                record_output_mask(output_mask(layer, x, mask))
                 return y_pred, Logits(logits, activation)
             given = {"mask": mask} if mask is not None and takes_mask(layer) else {}
             x, mask = layer(x, training=training, rngs=key, **given), output_mask(layer, x, mask)
+        record_output_mask(mask)  # Keras's mask of the output (the compiled loss weighs by it)
         return (x, None) if return_logits else x
 
     # -- inspection ------------------------------------------------------------------

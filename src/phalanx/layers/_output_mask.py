@@ -1,0 +1,83 @@
+"""A model's output mask, handed from its call to the compiled step that made the call.
+
+Keras 3 attaches the mask that a network carries to its last layer
+(``Embedding(mask_zero=True)``, ``Masking``, ... through the layers that
+support masking) to the output tensor, and the compiled loss and the
+mean-of-a-function metrics weigh their values by it (``backend.get_keras_mask``
+in ``Loss.__call__`` and ``MeanMetricWrapper.update_state``). A JAX array
+carries no attributes, so phalanx's networks ``record_output_mask`` at the end
+of a call, and ``call_with_mask`` (the training and evaluation steps' way of
+calling a model) collects it. The record is per thread, and made at trace
+time: the mask is a value of the same trace as the outputs.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ..errors import ModelStructureError
+
+
+class _Recording(threading.local):
+    def __init__(self):
+        self.stack: list[list] = []
+
+
+_RECORDING = _Recording()
+
+
+def record_output_mask(mask: Any) -> None:
+    """Records ``mask`` as the output mask of the network call now ending (no-op outside
+    ``call_with_mask``). A network of several outputs records a tuple, one mask (or None)
+    per output; a nested network's record is overwritten by the network around it."""
+    if _RECORDING.stack:
+        _RECORDING.stack[-1][:] = [mask]
+
+
+@contextmanager
+def _recording() -> Iterator[list]:
+    box: list = []
+    _RECORDING.stack.append(box)
+    try:
+        yield box
+    finally:
+        _RECORDING.stack.pop()
+
+
+def call_with_mask(module: Any, x: Any, return_logits: bool, **kwargs: Any) -> tuple:
+    """``(y_pred, logits, output_mask)`` of ``module(x, **kwargs)``.
+
+    Args:
+      module: the model (a network that records its output mask, or any callable).
+      x: the inputs.
+      return_logits: call with ``return_logits=True`` (``logits`` is None otherwise).
+      **kwargs: passed to the call (``training``, ``rngs``).
+
+    Returns:
+      The outputs, the logits (or None), and the mask of the single output
+      (``[batch, ...]``, True for the entries that count) or None when the model
+      carries none: the compiled step then has no mask arithmetic at all.
+
+    Raises:
+      ModelStructureError: a model of several outputs carries a mask on one of them.
+    """
+    with _recording() as box:
+        if return_logits:
+            y_pred, logits = module(x, return_logits=True, **kwargs)
+        else:
+            y_pred, logits = module(x, **kwargs), None
+    mask = box[0] if box else None
+    if isinstance(mask, tuple):
+        if any(m is not None for m in mask):
+            raise ModelStructureError(
+                "A model output of a model with several outputs carries a Keras mask "
+                "(Embedding(mask_zero=True), Masking, ...); phalanx weighs the compiled loss "
+                "and metrics by an output mask only for a model of one output. Give the "
+                "padded entries sample_weight 0, or end the masked output's branch with a "
+                "layer that drops the mask."
+            )
+        mask = None
+    return y_pred, logits, mask
