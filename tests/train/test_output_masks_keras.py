@@ -5,7 +5,9 @@ Keras 3 attaches the mask a network carries (``Embedding(mask_zero=True)``,
 and ``Loss.__call__`` / ``MeanMetricWrapper.update_state`` merge it into the sample
 weights (``losses.loss.apply_mask``): the loss is ``sum(loss * sw * mask) /
 sum(mask)``, an accuracy ``sum(acc * mask) / sum(mask)`` (``metrics=``) or
-``sum(acc * sw * mask) / sum(sw * mask)`` (``weighted_metrics=``). Each case builds
+``sum(acc * sw * mask) / sum(sw * mask)`` (``weighted_metrics=``), in ``evaluate``;
+``fit``'s metrics are not masked (Keras 3's JAX train step loses ``y_pred``'s mask
+through ``jax.value_and_grad``), only its loss. Each case builds
 the same model in phalanx and Keras from the same weights (``set_weights``).
 """
 
@@ -199,3 +201,38 @@ def test_an_unmasked_models_step_has_no_mask_arithmetic(monkeypatch, kind):
     monkeypatch.setattr(_step.layers, "call_with_mask", _plain_call)
     assert text(unmasked) == with_masks[0]
     assert text(_masking_gru) != with_masks[1]  # a masked model's step does change
+
+
+def _binary(lib):
+    inputs = lib.Input(shape=(T,), dtype="int32")
+    h = lib.layers.Embedding(VOCAB, 4, mask_zero=True)(inputs)
+    h = lib.layers.LSTM(3, return_sequences=True)(h)
+    return lib.Model(inputs, lib.layers.Dense(1, activation="sigmoid")(h))
+
+
+def test_only_the_mean_metrics_read_the_mask():
+    """Keras 3: "mse" (a MeanMetricWrapper) is masked; Precision and RMSE are not."""
+    x, y, _ = _data()
+    y = (y[..., None] > 0).astype("float32")
+    models = []
+    for lib in (phalanx, keras):
+        keras.utils.set_random_seed(0)
+        model = _binary(lib)
+        metrics = [lib.metrics.Precision(), lib.metrics.RootMeanSquaredError(), "mse"]
+        model.compile(optimizer="sgd", loss="binary_crossentropy", metrics=metrics)
+        models.append(model)
+    models[0].set_weights(models[1].get_weights())
+    got, want = (m.evaluate(x, y, batch_size=8, verbose=0, return_dict=True) for m in models)
+    _close(got, want)
+
+
+def test_a_masked_output_of_a_multi_output_model_is_refused():
+    inputs = phalanx.Input(shape=(T,), dtype="int32")
+    h = phalanx.layers.Embedding(VOCAB, 4, mask_zero=True)(inputs)
+    seq = phalanx.layers.Dense(1)(phalanx.layers.LSTM(3, return_sequences=True)(h))
+    pooled = phalanx.layers.Dense(1)(phalanx.layers.GlobalAveragePooling1D()(seq))
+    model = phalanx.Model(inputs, [seq, pooled])
+    model.compile(optimizer="sgd", loss=["mse", "mse"])
+    x, _, _ = _data()
+    with pytest.raises(phalanx.errors.ModelStructureError, match="only for a model of one output"):
+        model.evaluate(x, [np.zeros((8, T, 1)), np.zeros((8, 1))], verbose=0)
