@@ -14,6 +14,7 @@ the same model in phalanx and Keras from the same weights (``set_weights``).
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -236,3 +237,11 @@ def test_a_masked_output_of_a_multi_output_model_is_refused():
     x, _, _ = _data()
     with pytest.raises(phalanx.errors.ModelStructureError, match="only for a model of one output"):
         model.evaluate(x, [np.zeros((8, T, 1)), np.zeros((8, 1))], verbose=0)
+    assert model.predict(x, verbose=0)[0].shape == (8, T, 1)  # predict needs no mask
+
+
+def test_a_loss_that_reduces_the_masked_axis_is_refused():
+    model = _compile(_embedding_lstm(phalanx), loss=lambda t, p: jnp.mean(p, axis=(1, 2)))
+    x, y, _ = _data()
+    with pytest.raises(phalanx.errors.LossArgumentError, match="reduces the masked axes"):
+        model.evaluate(x, y, verbose=0)

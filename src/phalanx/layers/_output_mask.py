@@ -18,8 +18,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import ModelStructureError
-
 
 class _Recording(threading.local):
     def __init__(self):
@@ -58,11 +56,9 @@ def call_with_mask(module: Any, x: Any, return_logits: bool, **kwargs: Any) -> t
 
     Returns:
       The outputs, the logits (or None), and the mask of the single output
-      (``[batch, ...]``, True for the entries that count) or None when the model
-      carries none: the compiled step then has no mask arithmetic at all.
-
-    Raises:
-      ModelStructureError: a model of several outputs carries a mask on one of them.
+      (``[batch, ...]``, True for the entries that count), a tuple of masks (or
+      None) for a model of several outputs, or None when the model carries none:
+      the compiled step then has no mask arithmetic at all.
     """
     with _recording() as box:
         if return_logits:
@@ -70,14 +66,6 @@ def call_with_mask(module: Any, x: Any, return_logits: bool, **kwargs: Any) -> t
         else:
             y_pred, logits = module(x, **kwargs), None
     mask = box[0] if box else None
-    if isinstance(mask, tuple):
-        if any(m is not None for m in mask):
-            raise ModelStructureError(
-                "A model output of a model with several outputs carries a Keras mask "
-                "(Embedding(mask_zero=True), Masking, ...); phalanx weighs the compiled loss "
-                "and metrics by an output mask only for a model of one output. Give the "
-                "padded entries sample_weight 0, or end the masked output's branch with a "
-                "layer that drops the mask."
-            )
+    if isinstance(mask, tuple) and all(m is None for m in mask):
         mask = None
     return y_pred, logits, mask
