@@ -245,3 +245,32 @@ def test_a_loss_that_reduces_the_masked_axis_is_refused():
     x, y, _ = _data()
     with pytest.raises(phalanx.errors.LossArgumentError, match="reduces the masked axes"):
         model.evaluate(x, y, verbose=0)
+
+
+class _Pooled(phalanx.Model):
+    """A masked Sequential inside a subclassed model whose output is pooled."""
+
+    def __init__(self):
+        super().__init__()
+        self.seq = phalanx.Sequential(
+            [
+                phalanx.layers.Input(shape=(T,), dtype="int32"),
+                phalanx.layers.Embedding(VOCAB, 4, mask_zero=True),
+                phalanx.layers.LSTM(3, return_sequences=True),
+            ]
+        )
+        self.head = phalanx.layers.Dense(CLASSES, activation="softmax")
+
+    def call(self, inputs):
+        return self.head(jnp.mean(self.seq(inputs), axis=1))
+
+
+def test_an_inner_networks_mask_is_not_the_models():
+    """Only the called model's own output mask counts (a subclassed call carries none)."""
+    x, y, _ = _data()
+    model = _Pooled()
+    model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    logs = model.evaluate(x, y[:, 0], batch_size=8, verbose=0, return_dict=True)
+    p = np.asarray(model.predict(x, verbose=0))
+    want = -np.log(p[np.arange(8), y[:, 0]]).mean()
+    np.testing.assert_allclose(logs["loss"], want, rtol=1e-5)

@@ -27,12 +27,13 @@ class _Recording(threading.local):
 _RECORDING = _Recording()
 
 
-def record_output_mask(mask: Any) -> None:
-    """Records ``mask`` as the output mask of the network call now ending (no-op outside
+def record_output_mask(network: Any, mask: Any) -> None:
+    """Records ``mask`` as the output mask of ``network``'s call now ending (no-op outside
     ``call_with_mask``). A network of several outputs records a tuple, one mask (or None)
-    per output; a nested network's record is overwritten by the network around it."""
+    per output. Only the called model's own record counts: a network inside a subclassed
+    model's ``call`` records too, but that call's outputs need not be its outputs."""
     if _RECORDING.stack:
-        _RECORDING.stack[-1][:] = [mask]
+        _RECORDING.stack[-1][:] = [network, mask]
 
 
 @contextmanager
@@ -65,7 +66,7 @@ def call_with_mask(module: Any, x: Any, return_logits: bool, **kwargs: Any) -> t
             y_pred, logits = module(x, return_logits=True, **kwargs)
         else:
             y_pred, logits = module(x, **kwargs), None
-    mask = box[0] if box else None
+    mask = box[1] if box and box[0] is module else None
     if isinstance(mask, tuple) and all(m is None for m in mask):
         mask = None
     return y_pred, logits, mask

@@ -389,7 +389,7 @@ class Functional(nnx.Module):
                     if m is not None:
                         masks[slot] = m
         result = _fill(graph.outputs, values)
-        record_output_mask(_output_masks(graph.outputs, masks))
+        record_output_mask(self, _output_masks(graph.outputs, masks))
         return (result, logits) if return_logits else result
 
     # -- inspection ------------------------------------------------------------------

@@ -323,11 +323,13 @@ class Sequential(nnx.Module):
                 layer.check_input(x)
                 logits = layer.pre_activation(x, training=training, rngs=key)
                 y_pred = layer._record_activity(layer.activation_fn(logits))
-                record_output_mask(output_mask(layer, x, mask))
+                record_output_mask(self, output_mask(layer, x, mask))
                 return y_pred, Logits(logits, activation)
             given = {"mask": mask} if mask is not None and takes_mask(layer) else {}
             x, mask = layer(x, training=training, rngs=key, **given), output_mask(layer, x, mask)
-        record_output_mask(mask)  # Keras's mask of the output (the compiled loss weighs by it)
+        record_output_mask(
+            self, mask
+        )  # Keras's mask of the output (the compiled loss weighs by it)
         return (x, None) if return_logits else x
 
     # -- inspection ------------------------------------------------------------------
