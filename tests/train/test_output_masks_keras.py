@@ -274,3 +274,51 @@ def test_an_inner_networks_mask_is_not_the_models():
     p = np.asarray(model.predict(x, verbose=0))
     want = -np.log(p[np.arange(8), y[:, 0]]).mean()
     np.testing.assert_allclose(logs["loss"], want, rtol=1e-5)
+
+
+def _nested_encoder(lib):
+    encoder = lib.Sequential(
+        [
+            lib.layers.Input(shape=(T,), dtype="int32"),
+            lib.layers.Embedding(VOCAB, 4, mask_zero=True),
+            lib.layers.LSTM(3, return_sequences=True),
+        ]
+    )
+    inputs = lib.Input(shape=(T,), dtype="int32")
+    return lib.Model(inputs, lib.layers.Dense(CLASSES, activation="softmax")(encoder(inputs)))
+
+
+def _nested_head(lib, sequential):
+    if sequential:
+        head = lib.Sequential(
+            [
+                lib.layers.Input(shape=(T, 4)),
+                lib.layers.LSTM(3, return_sequences=True),
+                lib.layers.Dense(CLASSES, activation="softmax"),
+            ]
+        )
+    else:
+        i = lib.Input(shape=(T, 4))
+        seq = lib.layers.LSTM(3, return_sequences=True)(i)
+        head = lib.Model(i, lib.layers.Dense(CLASSES, activation="softmax")(seq))
+    inputs = lib.Input(shape=(T,), dtype="int32")
+    return lib.Model(inputs, head(lib.layers.Embedding(VOCAB, 4, mask_zero=True)(inputs)))
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        _nested_encoder,
+        lambda lib: _nested_head(lib, True),
+        lambda lib: _nested_head(lib, False),
+    ],
+    ids=["mask-out-of-a-nested-model", "mask-into-a-sequential", "mask-into-a-functional"],
+)
+def test_masks_flow_through_nested_models(build):
+    """Keras 3: a nested model passes the mask it is given to its layers, and its own
+    output mask to the layers after it."""
+    x, y, _ = _data()
+    ours, theirs = _pair(build)
+    np.testing.assert_allclose(ours.predict(x, verbose=0), theirs.predict(x, verbose=0), atol=1e-6)
+    got = ours.evaluate(x, y, batch_size=8, verbose=0, return_dict=True)
+    _close(got, theirs.evaluate(x, y, batch_size=8, verbose=0, return_dict=True))

@@ -22,6 +22,7 @@ from typing import Any
 class _Recording(threading.local):
     def __init__(self):
         self.stack: list[list] = []
+        self.nested: dict[int, Any] = {}  # a nested model's output mask, by the layer's id
 
 
 _RECORDING = _Recording()
@@ -70,3 +71,14 @@ def call_with_mask(module: Any, x: Any, return_logits: bool, **kwargs: Any) -> t
     if isinstance(mask, tuple) and all(m is None for m in mask):
         mask = None
     return y_pred, logits, mask
+
+
+def remember_mask(layer: Any, mask: Any) -> None:
+    """Keeps ``mask`` as the output mask of ``layer``'s call now ending, for the network
+    around it to read (``recall_mask``) right after the call: a model used as a layer."""
+    _RECORDING.nested[id(layer)] = mask
+
+
+def recall_mask(layer: Any) -> Any:
+    """The mask ``remember_mask`` kept for ``layer``'s last call, removed (None: none)."""
+    return _RECORDING.nested.pop(id(layer), None)

@@ -285,6 +285,7 @@ class Sequential(nnx.Module):
         training: bool = False,
         rngs: Any = None,
         return_logits: bool = False,
+        mask: Any = None,
     ):
         """Applies the layers to a batch ``x`` (leading batch axis).
 
@@ -293,6 +294,7 @@ class Sequential(nnx.Module):
           training: True in a training step.
           rngs: a ``jax.random`` key or ``nnx.Rngs`` for dropout in training.
           return_logits: return ``(y_pred, logits)`` instead of ``y_pred``.
+          mask: Keras's mask of the input (a nested model's), or None.
 
         Returns:
           ``y_pred``, or ``(y_pred, logits)`` with ``logits`` a ``Logits`` or None.
@@ -316,7 +318,8 @@ class Sequential(nnx.Module):
             x = x.astype(self.input_dtype)
         activation = self.output_activation if return_logits else None
         count = len(self.layers)
-        mask = None  # Keras's masks: Embedding(mask_zero=True), Masking, ... to the layers after
+        # Keras's masks: the one given (a nested model's input), Embedding(mask_zero=True),
+        # Masking, ... to the layers after
         for i, layer in enumerate(self.layers):
             key = self._random_key(rngs, i) if getattr(layer, "uses_rng", False) else None
             if i == count - 1 and activation is not None:
