@@ -110,9 +110,12 @@ def test_evaluate_weighs_by_the_output_mask(build, data, weighted):
     assert abs(got["loss"] - ce[:4].mean() / 2 - ce[4:].mean() / 2) > 1e-6
 
 
-def test_two_sgd_steps_match_keras():
-    x, y, sw = _data()
-    ours, theirs = _pair(_embedding_lstm)
+@pytest.mark.parametrize(
+    "build, data", [(_embedding_lstm, _data), (_masking_gru, _float_data)], ids=["emb", "masking"]
+)
+def test_two_sgd_steps_match_keras(build, data):
+    x, y, sw = data()
+    ours, theirs = _pair(build)
     got = ours.fit(x, y, sample_weight=sw, batch_size=4, epochs=1, shuffle=False, verbose=0)
     want = theirs.fit(x, y, batch_size=4, epochs=1, shuffle=False, verbose=0, **_per_step(sw))
     for a, b in zip(ours.get_weights(), theirs.get_weights(), strict=True):
