@@ -130,6 +130,10 @@ from ._layer import random_context as random_context
 from ._layer import shapes_match as shapes_match
 from ._layer import snake_case as snake_case
 from ._layer import takes_mask as takes_mask
+from ._output_mask import call_with_mask as call_with_mask
+from ._output_mask import recall_mask as recall_mask
+from ._output_mask import record_output_mask as record_output_mask
+from ._output_mask import remember_mask as remember_mask
 from ._symbolic import KerasTensor as KerasTensor
 from ._symbolic import Node as Node
 from ._symbolic import any_symbolic as any_symbolic

@@ -53,8 +53,10 @@ from ._more import tversky as tversky
 
 # isort: split
 # For phalanx's own packages (not public API, absent from __all__): the rank alignment of
-# labels and predictions that `phalanx.metrics` shares with the losses.
+# labels and predictions that `phalanx.metrics` shares with the losses, and the merge of a
+# model output's Keras mask into the compiled loss's weights (`phalanx.train`'s step).
 from ._losses import squeeze_or_expand_to_same_rank as squeeze_or_expand_to_same_rank
+from ._reduction import apply_output_mask as apply_output_mask
 
 mse = MSE = mean_squared_error
 mae = MAE = mean_absolute_error

@@ -18,7 +18,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from ..errors import LossArgumentError
+from ..errors import LossArgumentError, ModelStructureError
 
 #: Keras 3's reductions, then tf.keras's ``"auto"`` (the batch's mean).
 REDUCTIONS = ("sum_over_batch_size", "sum", "mean", "mean_with_sample_weight", "none", None)
@@ -142,11 +142,19 @@ def batch_terms(
       values: the loss's unreduced values, ``[batch, ...]`` (any float dtype).
       valid: the loss's own mask of the values (``ignore_class``), or None.
       weight: each example's sample weight, ``[batch]`` (0 for padding).
-      mask: 1 for real examples, 0 for padding, ``[batch]``.
+      mask: 1 for real examples, 0 for padding, ``[batch]`` (or, with a model output's
+        mask merged in by ``apply_output_mask``, that mask's shape).
       reduction: the loss's; ``"none"`` reduces as ``"sum_over_batch_size"`` (a
         function's name, which Keras 3 wraps with that default).
     """
     values = jnp.asarray(values, jnp.float32)
+    if 0 < values.ndim < jnp.ndim(mask):  # an output mask (apply_output_mask) of more axes
+        raise LossArgumentError(
+            f"The model's output carries a Keras mask of shape {jnp.shape(mask)}, but the loss "
+            f"gives values of shape {values.shape}: it reduces the masked axes, so the mask "
+            "cannot weigh them (Keras 3 fails on it too). Use a loss that keeps one value per "
+            "masked entry (a built-in loss reduces only the last axis), or drop the mask."
+        )
     if values.ndim == 0:  # a loss of the whole piece (Dice(axis=None)): each example's share
         values = jnp.broadcast_to(values, mask.shape)
     real = jnp.broadcast_to(_expand_to(mask, values) > 0, values.shape)
@@ -161,3 +169,41 @@ def batch_terms(
     if reduction == "mean_with_sample_weight":
         return numerator, jnp.sum(jnp.where(real, weight, 0.0))
     return numerator, jnp.sum(real.astype(jnp.float32))
+
+
+def apply_output_mask(weight: Any, mask: Any, output_mask: Any) -> tuple[Any, Any]:
+    """``(weight, mask)`` for ``batch_terms`` with a model output's Keras mask merged in.
+
+    Keras 3's ``apply_mask`` merges ``y_pred``'s mask into the sample weights,
+    scaled for the means so that they divide by the valid entries' count:
+    ``sum(loss * sample_weight * output_mask) / sum(output_mask)`` for
+    ``"sum_over_batch_size"``, that sum alone for ``"sum"``. ``batch_terms``
+    counts the entries whose ``mask`` is above 0, so the products here give the
+    same figures (over the global batch: the counts add over replicas).
+
+    Args:
+      weight: each example's sample weight, ``[batch]`` (or the values' shape).
+      mask: 1 for real examples, 0 for padding, ``[batch]``.
+      output_mask: the output's mask, ``[batch, ...]`` (True where an entry
+        counts), or None; a tuple (a model of several outputs) of None only.
+
+    Returns:
+      ``(weight, mask)`` unchanged for None (nothing is traced); else both times
+      the output mask, of its shape.
+
+    Raises:
+      ModelStructureError: a model of several outputs carries a mask on one of them.
+    """
+    if output_mask is None:
+        return weight, mask
+    if isinstance(output_mask, tuple):
+        raise ModelStructureError(
+            "An output of a model with several outputs carries a Keras mask "
+            "(Embedding(mask_zero=True), Masking, ...); phalanx weighs the compiled loss and "
+            "metrics by an output mask only for a model of one output (predict runs). Give the "
+            "padded entries sample_weight 0, or end the masked output's branch with a layer "
+            "that drops the mask."
+        )
+    keep = jnp.asarray(output_mask, jnp.float32)
+    weight = jnp.asarray(weight, jnp.float32)
+    return _expand_to(weight, keep) * keep, _expand_to(jnp.asarray(mask), keep) * keep

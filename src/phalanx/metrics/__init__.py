@@ -63,6 +63,11 @@ from ._more import SquaredHinge as SquaredHinge
 from ._more import Sum as Sum
 from ._registry import get as get
 
+# isort: split
+# For phalanx's own packages (not public API, absent from __all__): the merge of a model
+# output's Keras mask into a compiled metric's weights (`phalanx.train`'s step).
+from ._metric import apply_output_mask as apply_output_mask
+
 mse = mean_squared_error
 mae = mean_absolute_error
 

@@ -344,3 +344,28 @@ class MeanMetricWrapper(Mean):
         if type(self) is MeanMetricWrapper:
             config.update(self.kwargs)
         return config
+
+
+def apply_output_mask(metric: Any, sample_weight: Any, output_mask: Any) -> Any:
+    """The sample weight a compiled ``metric`` updates with, given a model output's Keras mask.
+
+    Keras 3's ``MeanMetricWrapper.update_state`` (the accuracies, ``"mse"``, a
+    function's mean) merges ``y_pred``'s mask into the sample weights, so its
+    result is ``sum(value * weight * mask) / sum(weight * mask)`` over the
+    entries; the other metrics (``Precision``, ``AUC``, ``RootMeanSquaredError``,
+    ``Sum``, ...) do not read the mask.
+
+    Args:
+      metric: the compiled metric.
+      sample_weight: its weight of each example, ``[batch]`` (0 for padding).
+      output_mask: the output's mask, ``[batch, ...]``, or None.
+
+    Returns:
+      ``sample_weight`` unchanged (None mask, or a metric that ignores masks), or
+      its product with the mask, of the mask's shape.
+    """
+    if output_mask is None or not isinstance(metric, MeanMetricWrapper):
+        return sample_weight
+    keep = jnp.asarray(output_mask, jnp.float32)
+    weight = jnp.asarray(sample_weight, jnp.float32)
+    return weight.reshape(weight.shape + (1,) * (keep.ndim - weight.ndim)) * keep

@@ -34,6 +34,7 @@ from ..layers import (
     format_shape,
     is_symbolic,
     output_mask,
+    record_output_mask,
     shapes_match,
     snake_case,
     takes_mask,
@@ -325,7 +326,13 @@ class Functional(nnx.Module):
         return value
 
     def __call__(
-        self, x: Any, *, training: bool = False, rngs: Any = None, return_logits: bool = False
+        self,
+        x: Any,
+        *,
+        training: bool = False,
+        rngs: Any = None,
+        return_logits: bool = False,
+        mask: Any = None,
     ):
         """Runs the graph on a batch (the structure of the model's inputs).
 
@@ -336,6 +343,7 @@ class Functional(nnx.Module):
             layer_index)``) or an ``nnx.Rngs``, for dropout in training.
           return_logits: return ``(outputs, logits)``; ``logits`` is a ``Logits``
             when the model has one output from a softmax/sigmoid layer, else None.
+          mask: Keras's mask of a one-input model's input (a nested model's), or None.
 
         Returns:
           The outputs, in the structure of the model's ``outputs``.
@@ -349,6 +357,8 @@ class Functional(nnx.Module):
         logits_slot = graph.outputs.id if isinstance(graph.outputs, _Ref) else None
         logits = None
         masks: dict[int, Any] = {}  # Keras's masks, by slot (one-input layers carry them)
+        if mask is not None and isinstance(graph.inputs, _Ref):  # a nested model's input mask
+            masks[graph.inputs.id] = mask
         for layer_index, args, kwargs, node_training, out_ids, multi in graph.steps:
             layer = self.layers[layer_index]
             one_input = len(args) == 1 and isinstance(args[0], _Ref)
@@ -388,6 +398,7 @@ class Functional(nnx.Module):
                     if m is not None:
                         masks[slot] = m
         result = _fill(graph.outputs, values)
+        record_output_mask(self, _output_masks(graph.outputs, masks))
         return (result, logits) if return_logits else result
 
     # -- inspection ------------------------------------------------------------------
@@ -439,6 +450,14 @@ def _fill(template: Any, values: dict[int, Any]) -> Any:
         template,
         is_leaf=lambda v: isinstance(v, _Ref),
     )
+
+
+def _output_masks(outputs: Any, masks: dict[int, Any]) -> Any:
+    """The output's mask (None: none); a tuple of them for a structure of outputs."""
+    if isinstance(outputs, _Ref):
+        return masks.get(outputs.id)
+    refs = jax.tree.leaves(outputs, is_leaf=lambda v: isinstance(v, _Ref))
+    return tuple(masks.get(r.id) for r in refs if isinstance(r, _Ref))
 
 
 def _describe_value(x: Any) -> str:

@@ -6,7 +6,9 @@ model's module becomes the child of a `NestedModel` layer, one per
 model, so calling the model twice shares its weights, ``base.trainable =
 False`` freezes them in the outer model's ``fit`` and ``base.get_weights()``
 reads them. Only models whose outputs are one tensor or a list are nested
-(dict outputs are not); Keras files of a nested model are not written.
+(dict outputs are not); Keras files of a nested model are not written. Keras's
+masks flow through it: the mask it is given reaches its layers, and its output mask
+the layers after it (`phalanx.layers._output_mask`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,14 @@ from typing import Any
 import jax
 
 from ..errors import ModelStructureError
-from ..layers import Layer, any_symbolic, normalize_shape
+from ..layers import (
+    Layer,
+    any_symbolic,
+    call_with_mask,
+    normalize_shape,
+    recall_mask,
+    remember_mask,
+)
 
 
 class NestedModel(Layer):
@@ -55,9 +64,22 @@ class NestedModel(Layer):
     def check_input(self, x: Any) -> None:
         """The nested model checks its own inputs."""
 
-    def call(self, x, *, training, rngs):
-        out = self.module(x, training=training, rngs=rngs)
+    #: Keras's masks flow through a nested model: the mask given reaches its first layers,
+    #: and its own output mask (``compute_mask``) goes on to the layers after it.
+    supports_masking = True
+
+    def call(self, x, *, training, rngs, mask=None):
+        given = {} if mask is None else {"mask": mask}
+        out, _, out_mask = call_with_mask(
+            self.module, x, False, training=training, rngs=rngs, **given
+        )
+        if out_mask is not None:  # one entry per layer at most, read right after the call
+            remember_mask(self, list(out_mask) if isinstance(out_mask, tuple) else out_mask)
         return list(out) if isinstance(out, tuple) else out
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """The nested model's output mask of the call just made (None: none)."""
+        return recall_mask(self)
 
     def count_params(self) -> int:
         """The nested model's number of weights."""

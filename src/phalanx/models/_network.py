@@ -59,6 +59,7 @@ from ..layers import (
     is_traced,
     normalize_shape,
     output_mask,
+    record_output_mask,
     shapes_match,
     snake_case,
     takes_mask,
@@ -284,6 +285,7 @@ class Sequential(nnx.Module):
         training: bool = False,
         rngs: Any = None,
         return_logits: bool = False,
+        mask: Any = None,
     ):
         """Applies the layers to a batch ``x`` (leading batch axis).
 
@@ -292,6 +294,7 @@ class Sequential(nnx.Module):
           training: True in a training step.
           rngs: a ``jax.random`` key or ``nnx.Rngs`` for dropout in training.
           return_logits: return ``(y_pred, logits)`` instead of ``y_pred``.
+          mask: Keras's mask of the input (a nested model's), or None.
 
         Returns:
           ``y_pred``, or ``(y_pred, logits)`` with ``logits`` a ``Logits`` or None.
@@ -315,16 +318,21 @@ class Sequential(nnx.Module):
             x = x.astype(self.input_dtype)
         activation = self.output_activation if return_logits else None
         count = len(self.layers)
-        mask = None  # Keras's masks: Embedding(mask_zero=True), Masking, ... to the layers after
+        # Keras's masks: the one given (a nested model's input), Embedding(mask_zero=True),
+        # Masking, ... to the layers after
         for i, layer in enumerate(self.layers):
             key = self._random_key(rngs, i) if getattr(layer, "uses_rng", False) else None
             if i == count - 1 and activation is not None:
                 layer.check_input(x)
                 logits = layer.pre_activation(x, training=training, rngs=key)
                 y_pred = layer._record_activity(layer.activation_fn(logits))
+                record_output_mask(self, output_mask(layer, x, mask))
                 return y_pred, Logits(logits, activation)
             given = {"mask": mask} if mask is not None and takes_mask(layer) else {}
             x, mask = layer(x, training=training, rngs=key, **given), output_mask(layer, x, mask)
+        record_output_mask(
+            self, mask
+        )  # Keras's mask of the output (the compiled loss weighs by it)
         return (x, None) if return_logits else x
 
     # -- inspection ------------------------------------------------------------------

@@ -63,7 +63,7 @@ def check_first_batch(
         raise NotCompiledError(no_loss_message("fit"))
 
     def forward(params, rest, x, y):
-        y_pred, logits, _, _ = _step._forward(
+        y_pred, logits, _, _, _ = _step._forward(
             config, config.eval_graphdef, params, rest, x, training=False
         )
         if y is not None:
@@ -90,7 +90,7 @@ def _layers_add_losses(config: Any, state: Any, x: Any) -> bool:
 
     def forward(params, rest, x):
         graphdef, key = config.train_graphdef, jax.random.key(0)
-        _, _, _, activity = _step._forward(
+        _, _, _, activity, _ = _step._forward(
             config, graphdef, params, rest, x, training=True, key=key
         )
         module = nnx.merge(config.train_graphdef, params, rest)

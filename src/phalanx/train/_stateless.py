@@ -53,7 +53,7 @@ class StatelessMethods:
             )
         config = self._stateless_config("stateless_call")
         graphdef = config.train_graphdef if training else config.eval_graphdef
-        y_pred, _, rest, _ = _step._forward(
+        y_pred, _, rest, _, _ = _step._forward(
             config,
             graphdef,
             trainable_variables,

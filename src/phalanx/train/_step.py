@@ -42,7 +42,7 @@ import optax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from .. import _compilation_cache, regularizers
+from .. import _compilation_cache, layers, losses, metrics, regularizers
 from .._packed import Packing
 from ..constraints import _constraints
 from ..distribute import check_vma, is_varying
@@ -142,15 +142,14 @@ def _cast_floats(tree, dtype):
 
 
 def _forward(config: StepConfig, graphdef, params, rest, x, *, training: bool, key=None):
-    """Runs the module; in ``compute_dtype`` when set (float32 master weights and outputs)."""
+    """Runs the module; in ``compute_dtype`` when set (float32 master weights and outputs).
+    Returns ``(y_pred, logits, new_rest, activity, output mask or None)``."""
     if config.compute_dtype is not None:
         params, x = _cast_floats((params, x), config.compute_dtype)
-    y_pred, logits, new_rest, activity = _call(
-        config, graphdef, params, rest, x, training=training, key=key
-    )
+    out = _call(config, graphdef, params, rest, x, training=training, key=key)
     if config.compute_dtype is not None:
-        y_pred, logits = _cast_floats((y_pred, logits), jnp.float32)
-    return y_pred, logits, new_rest, activity
+        out = (*_cast_floats(out[:2], jnp.float32), *out[2:])
+    return out
 
 
 def _call(config: StepConfig, graphdef, params, rest, x, *, training: bool, key=None):
@@ -161,13 +160,10 @@ def _call(config: StepConfig, graphdef, params, rest, x, *, training: bool, key=
     kwargs = {"training": training} if config.takes_training else {}
     if config.takes_rngs and key is not None:
         kwargs["rngs"] = key
-    if config.returns_logits:
-        y_pred, logits = module(x, return_logits=True, **kwargs)
-    else:
-        y_pred, logits = module(x, **kwargs), None
+    y_pred, logits, out_mask = layers.call_with_mask(module, x, config.returns_logits, **kwargs)
     activity = regularizers.pop_activity(module)  # an output of the call, not state
     new_rest = nnx.state(module, nnx.Not(config.trainable))
-    return y_pred, logits, new_rest, activity
+    return y_pred, logits, new_rest, activity, out_mask
 
 
 def _penalties(config: StepConfig, graphdef, params, rest, activity, mask):
@@ -241,7 +237,7 @@ def _logs_loss(config: StepConfig) -> bool:
     return config.loss is not None or config.regularized
 
 
-def _accumulate(config: StepConfig, state: TrainState, y, y_pred, weight, mask, share, penalty):
+def _accumulate(config: StepConfig, state, y, y_pred, weight, mask, share, penalty, out_mask):
     """Adds this step's loss, metric increments and label check, over replicas, to the state.
 
     ``weight`` is the sample weight of each example (0 for padding), ``mask`` 1
@@ -253,12 +249,13 @@ def _accumulate(config: StepConfig, state: TrainState, y, y_pred, weight, mask, 
     loss, already multiplied by the examples it counts for (Keras logs the data
     loss plus the penalties, averaged over the examples). One ``psum`` carries
     the loss, the metrics and the count of bad labels; one ``pmin`` the bad
-    labels' extremes, only for a loss that checks its labels.
+    labels' extremes, only for a loss that checks its labels. ``out_mask`` (or None): the
+    model output's Keras mask, which weighs the mean-of-a-function metrics (as Keras 3).
     """
     flags = config.weighted_metrics or (False,) * len(config.metrics)
     incs = tuple(
-        m.update(m.init(), y, y_pred, sample_weight=weight if weighted else mask)
-        for m, weighted in zip(config.metrics, flags, strict=True)
+        m.update(m.init(), y, y_pred, metrics.apply_output_mask(m, weight if w else mask, out_mask))
+        for m, w in zip(config.metrics, flags, strict=True)
     )
     loss_inc = jnp.zeros(2, jnp.float32)
     if _logs_loss(config):
@@ -334,10 +331,12 @@ def train_gradients(config: StepConfig, state: TrainState, batch):
     def loss_fn(params):
         if config.gather_params is not None:
             params = config.gather_params(params)
-        y_pred, logits, new_rest, activity = _forward(
+        y_pred, logits, new_rest, activity, out_mask = _forward(
             config, config.train_graphdef, params, rest_in, x, training=True, key=key
         )
-        share = data_loss(config, y, y_pred, logits, weight, mask)
+        share = data_loss(
+            config, y, y_pred, logits, *losses.apply_output_mask(weight, mask, out_mask)
+        )
         weights, activity = _penalties(
             config, config.train_graphdef, params, rest_in, activity, mask
         )
@@ -351,7 +350,9 @@ def train_gradients(config: StepConfig, state: TrainState, batch):
 
     grads, (y_pred, share, new_rest, logged) = jax.grad(loss_fn, has_aux=True)(state.params)
     rest = _sync_rest(state.rest, new_rest)
-    state = _accumulate(config, state, y, y_pred, weight, mask, share, logged)
+    # No output mask for fit's metrics: Keras 3's JAX train step loses y_pred's mask through
+    # jax.value_and_grad (its loss is masked, its metrics are not); evaluate masks both.
+    state = _accumulate(config, state, y, y_pred, weight, mask, share, logged, None)
     return grads, state._replace(rest=rest)
 
 
@@ -359,23 +360,20 @@ def eval_step(config: StepConfig, state: TrainState, batch) -> TrainState:
     """Updates the metric accumulators on one replica's piece of a batch (no gradients)."""
     x, y, sample_weight, mask = batch
     weight = sample_weight * mask
-    y_pred, logits, _, activity = _forward(
+    y_pred, logits, _, activity, out_mask = _forward(
         config, config.eval_graphdef, state.params, state.rest, x, training=False
     )
-    share = data_loss(config, y, y_pred, logits, weight, mask)
+    share = data_loss(config, y, y_pred, logits, *losses.apply_output_mask(weight, mask, out_mask))
     weights, activity = _penalties(
         config, config.eval_graphdef, state.params, state.rest, activity, mask
     )
     logged = weights * jnp.sum(mask) + activity  # Keras's evaluate adds the penalties too
-    return _accumulate(config, state, y, y_pred, weight, mask, share, logged)
+    return _accumulate(config, state, y, y_pred, weight, mask, share, logged, out_mask)
 
 
 def predict_step(config: StepConfig, state: TrainState, x) -> Any:
     """The model's outputs on one replica's piece of a batch."""
-    y_pred, _, _, _ = _forward(
-        config, config.eval_graphdef, state.params, state.rest, x, training=False
-    )
-    return y_pred
+    return _forward(config, config.eval_graphdef, state.params, state.rest, x, training=False)[0]
 
 
 def results(config: StepConfig, state: TrainState) -> dict[str, jax.Array]:
