@@ -5,6 +5,7 @@ machines. The public names mirror TensorFlow's
 ``tf.distribute``; see the README's name table.
 """
 
+from . import backend as backend
 from . import callbacks as callbacks
 from . import checkpoint as checkpoint
 from . import cluster as cluster
@@ -64,6 +65,7 @@ __all__ = [
     "Strategy",
     "TPUStrategy",
     "ValueContext",
+    "backend",
     "callbacks",
     "checkpoint",
     "cluster",
