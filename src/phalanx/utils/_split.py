@@ -100,9 +100,8 @@ def _samples(dataset: Any) -> list[Any]:
         samples = list(dataset.as_numpy_iterator())
     else:
         raise UtilsArgumentError(
-            "The `dataset` argument must be either a `phalanx.data.Dataset` object, or a "
-            f"list/tuple of arrays (or a numpy array). Received: dataset={dataset} of type "
-            f"{type(dataset)}"
+            f"Unsupported dataset type: {type(dataset)}. split_dataset takes a numpy array, a "
+            "list/tuple of numpy arrays of one length, or a phalanx.data.Dataset."
         )
     if not samples:
         raise UtilsArgumentError(
