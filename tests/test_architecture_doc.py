@@ -35,6 +35,8 @@ PACKAGES = [
     "phalanx.regularizers",
     "phalanx.constraints",
     "phalanx.mixed_precision",
+    "phalanx.utils",
+    "phalanx.backend",
 ]
 
 
