@@ -86,6 +86,26 @@ def test_a_batched_dataset_is_split_by_samples_and_batched_again():
     np.testing.assert_array_equal(np.concatenate([b[1] for b in right.as_numpy_iterator()]), Y[7:])
 
 
+def test_a_dataset_of_dicts_keeps_its_structure():
+    dataset = px.data.Dataset.from_tensor_slices({"x": X, "y": Y})
+    left, right = px.utils.split_dataset(dataset, left_size=2, shuffle=True, seed=3)
+    order = list(range(10))
+    random.Random(3).shuffle(order)
+    rows = list(left.as_numpy_iterator())
+    assert [sorted(r) for r in rows] == [["x", "y"]] * 2
+    np.testing.assert_array_equal([r["y"] for r in rows], Y[order[:2]])
+    assert int(right.cardinality()) == 8
+
+
+def test_samples_of_different_shapes_are_refused_as_keras():
+    ragged = px.data.Dataset.from_generator(
+        lambda: iter([np.zeros(2), np.zeros(3)]),
+        output_signature=px.data.TensorSpec((None,), "float64"),
+    )
+    with pytest.raises(px.errors.UtilsArgumentError, match="All `dataset` samples must have"):
+        px.utils.split_dataset(ragged, left_size=1)
+
+
 def test_an_unbatched_dataset_splits_like_its_arrays(monkeypatch):
     left, right = px.utils.split_dataset(px.data.Dataset.from_tensor_slices((X, Y)), right_size=4)
     keras_left, keras_right = _keras(monkeypatch, (X, Y), right_size=4)

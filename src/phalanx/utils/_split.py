@@ -108,6 +108,14 @@ def _samples(dataset: Any) -> list[Any]:
             "Received an empty dataset. Argument `dataset` must be a non-empty list/tuple of "
             "`numpy.ndarray` objects or `phalanx.data.Dataset` objects."
         )
+    if isinstance(samples[0], np.ndarray):
+        for i, sample in enumerate(samples[1:]):
+            if np.shape(sample) != samples[0].shape:
+                raise UtilsArgumentError(
+                    f"All `dataset` samples must have same shape, Expected shape: "
+                    f"{samples[0].shape} Received shape: {np.shape(sample)} at index {i}. "
+                    "Pad or crop them to one shape first (e.g. pad_sequences)."
+                )
     return samples
 
 
