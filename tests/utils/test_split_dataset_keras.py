@@ -6,6 +6,7 @@ TensorFlow is not installed: Keras's own function runs with a stand-in ``tf`` wh
 
 from __future__ import annotations
 
+import collections
 import random
 
 import keras
@@ -95,6 +96,30 @@ def test_a_dataset_of_dicts_keeps_its_structure():
     assert [sorted(r) for r in rows] == [["x", "y"]] * 2
     np.testing.assert_array_equal([r["y"] for r in rows], Y[order[:2]])
     assert int(right.cardinality()) == 8
+
+
+@pytest.mark.parametrize("structure", ["tuple", "dict", "OrderedDict"])
+def test_keras_nested_structures_test(structure):
+    """Keras's ``test_split_dataset_nested_structures``, on a ``phalanx.data.Dataset``."""
+    rng = np.random.RandomState(0)
+    f1, f2, labels = rng.rand(100, 2), rng.rand(100, 10, 2), rng.rand(100, 1)
+    items = [("y", f2), ("x", f1), ("labels", labels)]
+    element = {
+        "tuple": ((f1, f2), labels),
+        "dict": dict(items),
+        "OrderedDict": collections.OrderedDict(items),
+    }[structure]
+    dataset = px.data.Dataset.from_tensor_slices(element)
+    kind = type(next(iter(dataset.as_numpy_iterator())))
+    left, right = px.utils.split_dataset(dataset, left_size=0.2, right_size=0.8)
+    assert (int(left.cardinality()), int(right.cardinality())) == (20, 80)
+    for sample in [*left.as_numpy_iterator(), *right.as_numpy_iterator()]:
+        if structure == "tuple":
+            (x, y), label = sample
+        else:
+            assert type(sample) is kind  # what the dataset yields
+            x, y, label = sample["x"], sample["y"], sample["labels"]
+        assert (x.shape, y.shape, label.shape) == ((2,), (10, 2), (1,))
 
 
 def test_samples_of_different_shapes_are_refused_as_keras():

@@ -115,6 +115,32 @@ def test_shuffle_keeps_every_window_with_its_target_and_seed_repeats():
         np.testing.assert_array_equal(a[0], b[0])
 
 
+def test_keras_shuffle_test():
+    """Keras's ``test_shuffle_tf``: shuffled, each epoch anew, the same for the same seed."""
+    data = np.arange(10)
+    kwargs = {"sequence_length": 5, "batch_size": 1, "shuffle": True, "seed": 123}
+    dataset = px.utils.timeseries_dataset_from_array(data, data * 2, **kwargs)
+    epochs = [[x for x, _ in dataset.as_numpy_iterator()] for _ in range(4)]
+    x, y = next(iter(dataset.take(1).as_numpy_iterator()))
+    assert not np.array_equal(x[0], np.arange(5))
+    np.testing.assert_array_equal(x[:, 0] * 2, y)
+    assert any(not np.array_equal(e[0], epochs[0][0]) for e in epochs[1:])
+    again = px.utils.timeseries_dataset_from_array(data, data * 2, **kwargs)
+    np.testing.assert_array_equal(next(iter(again.as_numpy_iterator()))[0], epochs[0][0])
+
+
+def test_an_unseeded_shuffle_follows_numpy_s_global_seed_as_keras():
+    """Keras draws the seed with ``np.random.randint``: ``set_random_seed`` makes it repeat."""
+    runs = []
+    for _ in range(2):
+        px.utils.set_random_seed(5)
+        dataset = px.utils.timeseries_dataset_from_array(
+            np.arange(50), None, 3, batch_size=10, shuffle=True
+        )
+        runs.append(np.concatenate(list(dataset.as_numpy_iterator())))
+    np.testing.assert_array_equal(runs[0], runs[1])
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [
