@@ -73,24 +73,7 @@ def split_dataset(
 def _samples(dataset: Any) -> list[Any]:
     """The samples of ``dataset`` as a list (Keras's ``_convert_dataset_to_list``)."""
     if isinstance(dataset, tuple | list):
-        kind = type(dataset).__name__
-        if not len(dataset):
-            raise UtilsArgumentError(
-                f"Received an empty {kind} dataset. Please provide a non-empty {kind} of arrays."
-            )
-        for i, element in enumerate(dataset):
-            if not isinstance(element, np.ndarray):
-                raise UtilsArgumentError(
-                    f"Expected a {kind} of `numpy.ndarray` objects, Received: {type(element)} "
-                    f"at index {i}."
-                )
-            if element.shape[0] != dataset[0].shape[0]:
-                raise UtilsArgumentError(
-                    f"Received a {kind} of NumPy arrays with different lengths. Mismatch "
-                    f"found at index {i}, Expected shape={dataset[0].shape} Received "
-                    f"shape={element.shape}. Please provide a {kind} of NumPy arrays of the "
-                    "same length."
-                )
+        _check_arrays(dataset)
         samples = list(zip(*dataset, strict=True))
     elif isinstance(dataset, np.ndarray):
         samples = list(dataset)
@@ -119,6 +102,28 @@ def _samples(dataset: Any) -> list[Any]:
     return samples
 
 
+def _check_arrays(dataset: tuple | list) -> None:
+    """Keras's checks of a tuple or list dataset: numpy arrays, one length."""
+    kind = type(dataset).__name__
+    if not len(dataset):
+        raise UtilsArgumentError(
+            f"Received an empty {kind} dataset. Please provide a non-empty {kind} of arrays."
+        )
+    for i, element in enumerate(dataset):
+        if not isinstance(element, np.ndarray):
+            raise UtilsArgumentError(
+                f"Expected a {kind} of `numpy.ndarray` objects, Received: {type(element)} "
+                f"at index {i}."
+            )
+        if element.shape[0] != dataset[0].shape[0]:
+            raise UtilsArgumentError(
+                f"Received a {kind} of NumPy arrays with different lengths. Mismatch "
+                f"found at index {i}, Expected shape={dataset[0].shape} Received "
+                f"shape={element.shape}. Please provide a {kind} of NumPy arrays of the "
+                "same length."
+            )
+
+
 def _stacked(samples: list[Any], dataset: Any) -> Any:
     """The samples stacked component by component, in the first sample's structure."""
     if isinstance(dataset, np.ndarray):
@@ -130,6 +135,28 @@ def _stacked(samples: list[Any], dataset: Any) -> Any:
 
 def _split_sizes(left_size: Any, right_size: Any, total_length: int) -> tuple[int, int]:
     """Keras's ``_rescale_dataset_split_sizes``: the two sizes as sample counts."""
+    _check_sizes(left_size, right_size, total_length)
+    left = round(left_size * total_length) if type(left_size) is float else _as_float(left_size)
+    right = round(right_size * total_length) if type(right_size) is float else _as_float(right_size)
+    left = total_length - right if left is None else left
+    right = total_length - left if right is None else right
+    if left + right > total_length:
+        raise UtilsArgumentError(
+            f"The sum of `left_size` and `right_size` should be smaller than the {total_length}. "
+            f"Received: left_size + right_size = {left + right} and total_length = {total_length}"
+        )
+    for split, side in ((left, "left"), (right, "right")):
+        if split == 0:
+            raise UtilsArgumentError(
+                f"With `dataset` of length={total_length}, `left_size`={left} and "
+                f"`right_size`={right}. Resulting {side} side dataset split will be empty. "
+                "Adjust any of the aforementioned parameters"
+            )
+    return int(left), int(right)
+
+
+def _check_sizes(left_size: Any, right_size: Any, total_length: int) -> None:
+    """Keras's checks of the sizes' types and ranges, in its order."""
     left_type, right_type = type(left_size), type(right_size)
     left_bad = left_size is not None and left_type not in (int, float)
     right_bad = right_size is not None and right_type not in (int, float)
@@ -168,23 +195,6 @@ def _split_sizes(left_size: Any, right_size: Any, total_length: int) -> tuple[in
             "The sum of `left_size` and `right_size` is greater than 1. It must be less than "
             "or equal to 1."
         )
-    left = round(left_size * total_length) if left_type is float else _as_float(left_size)
-    right = round(right_size * total_length) if right_type is float else _as_float(right_size)
-    left = total_length - right if left is None else left
-    right = total_length - left if right is None else right
-    if left + right > total_length:
-        raise UtilsArgumentError(
-            f"The sum of `left_size` and `right_size` should be smaller than the {total_length}. "
-            f"Received: left_size + right_size = {left + right} and total_length = {total_length}"
-        )
-    for split, side in ((left, "left"), (right, "right")):
-        if split == 0:
-            raise UtilsArgumentError(
-                f"With `dataset` of length={total_length}, `left_size`={left} and "
-                f"`right_size`={right}. Resulting {side} side dataset split will be empty. "
-                "Adjust any of the aforementioned parameters"
-            )
-    return int(left), int(right)
 
 
 def _as_float(size: int | None) -> float | None:
