@@ -36,6 +36,8 @@ PACKAGES = [
     "phalanx.regularizers",
     "phalanx.constraints",
     "phalanx.mixed_precision",
+    "phalanx.utils",
+    "phalanx.backend",
 ]
 
 

@@ -6,6 +6,7 @@ machines. The public names mirror TensorFlow's
 """
 
 from . import activations as activations
+from . import backend as backend
 from . import callbacks as callbacks
 from . import checkpoint as checkpoint
 from . import cluster as cluster
@@ -66,6 +67,7 @@ __all__ = [
     "TPUStrategy",
     "ValueContext",
     "activations",
+    "backend",
     "callbacks",
     "checkpoint",
     "cluster",

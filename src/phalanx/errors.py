@@ -411,6 +411,17 @@ class RandomSeedError(PhalanxError, ValueError, TypeError):
     (Keras 3 refuses a non-int; numpy refuses one outside that range)."""
 
 
+class UtilsArgumentError(PhalanxError, ValueError, TypeError):
+    """A ``phalanx.utils`` helper (``pad_sequences``, ``timeseries_dataset_from_array``,
+    ``split_dataset``, ``normalize``, ...) got an argument Keras also refuses (with a
+    ``ValueError``, or a ``TypeError`` for a wrong type); the message is Keras's, with what to do."""
+
+
+class BackendSettingError(PhalanxError, ValueError):
+    """A ``phalanx.backend`` setting (``set_floatx``, ``set_epsilon``,
+    ``set_image_data_format``) that is unknown, or that phalanx's layers do not honour."""
+
+
 __all__ = sorted(
     name
     for name, value in list(globals().items())

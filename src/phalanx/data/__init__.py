@@ -48,7 +48,8 @@ from ._structure import TensorSpec as TensorSpec
 
 # isort: split
 # For phalanx's own packages (not public API, absent from __all__): the iterator protocol
-# and its saved state, background read-ahead, element specs.
+# and its saved state, background read-ahead, element specs; the batching step.
+from ._batch import BatchDataset as BatchDataset
 from ._iterator import STATE_FORMAT as STATE_FORMAT
 from ._iterator import DatasetIterator as DatasetIterator
 from ._iterator import new_root_seed as new_root_seed

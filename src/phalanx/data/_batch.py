@@ -37,6 +37,11 @@ class BatchDataset(Dataset):
         self._batch = check_positive("batch_size", batch_size, "batch")
         self._drop = check_bool("drop_remainder", drop_remainder, "batch")
 
+    @property
+    def batch_size(self) -> int:
+        """The ``batch_size`` given to ``batch`` (what ``split_dataset`` batches again by)."""
+        return self._batch
+
     def _iterator(self, ctx):
         return _BatchIterator(self._input._iterator(ctx), self._batch, self._drop, self._split)
 

@@ -36,6 +36,7 @@ from ._keras_scalars import KerasFloat as KerasFloat
 from ._keras_scalars import KerasInt as KerasInt
 from ._learning_rate import check_schedule as check_schedule
 from ._learning_rate import schedule_count as schedule_count
+from ._optimizer import reset_names as reset_names
 from ._options import AccumulateState as AccumulateState
 from ._options import MovingAverageState as MovingAverageState
 from ._options import moving_average_of as moving_average_of

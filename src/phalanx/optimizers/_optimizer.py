@@ -52,6 +52,12 @@ def auto_name(cls_name: str) -> str:
     return prefix if count == 0 else f"{prefix}_{count}"
 
 
+def reset_names() -> None:
+    """Forgets the names given so far: the next ``Adam()`` is ``adam`` again (``clear_session``)."""
+    with _names_lock:
+        _name_counts.clear()
+
+
 def _takes_no_argument(fn: Any) -> bool:
     """A learning rate callable Keras calls without arguments (not a schedule of the step)."""
     if isinstance(fn, LearningRateSchedule):
