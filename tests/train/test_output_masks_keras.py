@@ -5,9 +5,9 @@ Keras 3 attaches the mask a network carries (``Embedding(mask_zero=True)``,
 and ``Loss.__call__`` / ``MeanMetricWrapper.update_state`` merge it into the sample
 weights (``losses.loss.apply_mask``): the loss is ``sum(loss * sw * mask) /
 sum(mask)``, an accuracy ``sum(acc * mask) / sum(mask)`` (``metrics=``) or
-``sum(acc * sw * mask) / sum(sw * mask)`` (``weighted_metrics=``), in ``evaluate``;
-``fit``'s metrics are not masked (Keras 3's JAX train step loses ``y_pred``'s mask
-through ``jax.value_and_grad``), only its loss. Each case builds
+``sum(acc * sw * mask) / sum(sw * mask)`` (``weighted_metrics=``), in ``evaluate``
+and in ``fit`` (as TensorFlow's Keras; Keras 3's JAX train step loses ``y_pred``'s mask
+through ``jax.value_and_grad`` and masks only its loss). Each case builds
 the same model in phalanx and Keras from the same weights (``set_weights``).
 """
 
@@ -114,13 +114,29 @@ def test_evaluate_weighs_by_the_output_mask(build, data, weighted):
     "build, data", [(_embedding_lstm, _data), (_masking_gru, _float_data)], ids=["emb", "masking"]
 )
 def test_two_sgd_steps_match_keras(build, data):
+    """The weights and the loss as Keras 3's; the metrics masked as in ``evaluate`` (and
+    as TensorFlow's Keras, whose ``fit`` keeps the mask on ``y_pred``: Keras 3's JAX
+    train step loses it through ``jax.value_and_grad`` and counts padded timesteps)."""
     x, y, sw = data()
     ours, theirs = _pair(build)
     got = ours.fit(x, y, sample_weight=sw, batch_size=4, epochs=1, shuffle=False, verbose=0)
-    want = theirs.fit(x, y, batch_size=4, epochs=1, shuffle=False, verbose=0, **_per_step(sw))
+    losses, hits, weights, masks = [], [], [], []
+    for b in (slice(0, 4), slice(4, 8)):  # Keras's fit, one batch at a time
+        p = np.asarray(theirs.predict_on_batch(x[b]))
+        masks.append((x[b] != 0) if x.ndim == 2 else np.any(x[b] != 0, axis=-1))
+        hits.append(np.argmax(p, axis=-1) == y[b])
+        weights.append(np.repeat(sw[b, None], T, axis=1))
+        losses.append(theirs.train_on_batch(x[b], y[b], sample_weight=weights[-1])[0])
     for a, b in zip(ours.get_weights(), theirs.get_weights(), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-    _close({k: v[0] for k, v in got.history.items()}, {k: v[0] for k, v in want.history.items()})
+    hit, w, m = (np.concatenate(v).astype(np.float64) for v in (hits, weights, masks))
+    want = {
+        "loss": np.mean(losses),
+        "accuracy": np.sum(hit * m) / np.sum(m),
+        "weighted_acc": np.sum(hit * w * m) / np.sum(w * m),
+    }
+    _close({k: v[0] for k, v in got.history.items()}, want)
+    assert abs(want["accuracy"] - hit.mean()) > 1e-3  # the mask counts here
 
 
 def test_sum_reduction_and_a_custom_loss_match_keras():

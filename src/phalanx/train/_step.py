@@ -346,13 +346,15 @@ def train_gradients(config: StepConfig, state: TrainState, batch):
         logged = weights * jnp.sum(mask) + activity
         if scale is not None:
             loss = loss * scale
-        return loss, (y_pred, share, new_rest, logged)
+        return loss, (y_pred, share, new_rest, logged, out_mask)
 
-    grads, (y_pred, share, new_rest, logged) = jax.grad(loss_fn, has_aux=True)(state.params)
+    grads, (y_pred, share, new_rest, logged, out_mask) = jax.grad(loss_fn, has_aux=True)(
+        state.params
+    )
     rest = _sync_rest(state.rest, new_rest)
-    # No output mask for fit's metrics: Keras 3's JAX train step loses y_pred's mask through
-    # jax.value_and_grad (its loss is masked, its metrics are not); evaluate masks both.
-    state = _accumulate(config, state, y, y_pred, weight, mask, share, logged, None)
+    # fit's metrics masked as evaluate's and TensorFlow's (Keras 3's JAX train step loses
+    # y_pred's mask through jax.value_and_grad: only its loss is masked there)
+    state = _accumulate(config, state, y, y_pred, weight, mask, share, logged, out_mask)
     return grads, state._replace(rest=rest)
 
 
