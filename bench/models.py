@@ -23,8 +23,8 @@ For each it prints examples/s (wall time), examples per CPU-second (the
 process's CPU time, all threads: the steadier figure on a shared machine),
 the wall and CPU seconds from building the model to the first finished execution (compile
 included; at steps_per_execution N that execution is N steps), the seconds JAX reports
-spending on tracing, lowering and compiling programs in the whole part (its
-``jax.monitoring`` events: the compile cost, whatever the steps per execution), the
+lowering and compiling programs in the whole part (its ``jax.monitoring`` events; not
+tracing, whose events nest: the compile cost, whatever the steps per execution), the
 peak RSS of that part (``/proc/self/clear_refs`` resets the high-water mark between the
 parts) and phalanx / flax per CPU-second. The
 steady figures are the median epoch after the first, then the median over
@@ -89,8 +89,9 @@ def _clocks() -> tuple[float, float]:
     return time.perf_counter(), time.process_time()
 
 
-_COMPILE_EVENTS = (  # jax's own phases of making a program: trace, lower, compile
-    "/jax/core/compile/jaxpr_trace_duration",
+# jax's phases of making a program after tracing: lowering to StableHLO and XLA's compile
+# (the trace events nest: a jit traced inside another's trace reports its own duration too)
+_COMPILE_EVENTS = (
     "/jax/core/compile/jaxpr_to_mlir_module_duration",
     "/jax/core/compile/backend_compile_duration",
 )
@@ -99,7 +100,7 @@ _counting: list[bool] = []
 
 
 def _count_compiles() -> None:
-    """Sums the seconds JAX reports spending on making programs (``jax.monitoring``),
+    """Sums the seconds JAX reports lowering and compiling programs (``jax.monitoring``),
     from the first call on (later calls do nothing)."""
     import jax
 
