@@ -234,3 +234,27 @@ def test_bad_arguments_raise_as_keras():
         layers.Attention()([Q, V, K[:, :4]])
     with pytest.raises(LayerShapeError, match="query and key of one feature size"):
         layers.Attention()([Q, V6])
+
+
+def test_embedding_masks_flow_into_attention_as_keras():
+    tokens = RNG.integers(1, 12, (3, 6)).astype(np.int32)
+    tokens[0, 4:] = 0
+    tokens[1, 1:] = 0
+
+    def build(lib):
+        inputs = lib.Input((6,), dtype="int32")
+        x = lib.layers.Embedding(12, 4, mask_zero=True)(inputs)
+        attended, _ = lib.layers.Attention()([x, x], return_attention_scores=True)
+        additive = lib.layers.AdditiveAttention()([attended, x])
+        return lib.Model(inputs, lib.layers.GlobalAveragePooling1D()(additive))
+
+    ours, theirs = build(phalanx), build(keras)
+    ours.build((None, 6))
+    theirs.set_weights(ours.get_weights())
+    out = ours.predict(tokens, verbose=0)
+    np.testing.assert_allclose(out, np.asarray(theirs(tokens)), atol=2e-5, rtol=1e-5)
+    plain = build(phalanx)
+    plain.layers[1].mask_zero = False
+    plain.build((None, 6))
+    plain.set_weights(ours.get_weights())
+    assert not np.allclose(plain.predict(tokens, verbose=0)[:2], out[:2], atol=1e-4)
