@@ -36,6 +36,7 @@ from ._depthwise_separable import SeparableConv1D as SeparableConv1D
 from ._depthwise_separable import SeparableConv2D as SeparableConv2D
 from ._dot_attention import AdditiveAttention as AdditiveAttention
 from ._dot_attention import Attention as Attention
+from ._einsum_dense import EinsumDense as EinsumDense
 from ._hashing import Hashing as Hashing
 from ._index_lookup import IntegerLookup as IntegerLookup
 from ._index_lookup import StringLookup as StringLookup
@@ -199,6 +200,7 @@ __all__ = [
     "DepthwiseConv2D",
     "Dropout",
     "ELU",
+    "EinsumDense",
     "Embedding",
     "Flatten",
     "GRU",
