@@ -258,3 +258,32 @@ def test_embedding_masks_flow_into_attention_as_keras():
     plain.build((None, 6))
     plain.set_weights(ours.get_weights())
     assert not np.allclose(plain.predict(tokens, verbose=0)[:2], out[:2], atol=1e-4)
+
+
+def test_keras_files_open_in_keras_and_back(tmp_path):
+    tokens = RNG.integers(0, 12, (3, 5)).astype(np.int32)
+
+    def build(lib):
+        inputs = lib.Input((5,), dtype="int32")
+        x = lib.layers.Embedding(12, 4, mask_zero=True)(inputs)
+        query = lib.layers.EinsumDense("abc,cd->abd", (5, 4), bias_axes="d")(x)
+        attended = lib.layers.Attention(use_scale=True, score_mode="concat")(
+            [query, x], use_causal_mask=True
+        )
+        additive = lib.layers.AdditiveAttention()([attended, x, query])
+        pooled = lib.layers.GlobalAveragePooling1D()(additive)
+        return lib.Model(inputs, lib.layers.Dense(1)(pooled))
+
+    ours = build(phalanx)
+    ours.build((None, 5))
+    ours.save(tmp_path / "ours.keras")
+    theirs = keras.models.load_model(tmp_path / "ours.keras")
+    np.testing.assert_allclose(
+        theirs.predict(tokens, verbose=0), ours.predict(tokens, verbose=0), atol=1e-6
+    )
+    keras_model = build(keras)
+    keras_model.save(tmp_path / "theirs.keras")
+    back = phalanx.models.load_model(tmp_path / "theirs.keras")
+    np.testing.assert_allclose(
+        back.predict(tokens, verbose=0), keras_model.predict(tokens, verbose=0), atol=1e-6
+    )
