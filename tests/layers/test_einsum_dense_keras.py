@@ -65,13 +65,18 @@ def test_outputs_and_gradients_match_keras(config, x):
     np.testing.assert_allclose(np.asarray(again(x)), np.asarray(ours(x)), atol=1e-6)
 
 
-def test_glorot_fans_over_the_kernels_input_and_output_letters_as_keras():
-    layer = layers.EinsumDense("abc,cde->abde", output_shape=(None, 8, 16))
+@pytest.mark.parametrize("init", ["glorot_uniform", phalanx.initializers.GlorotUniform(seed=1)])
+def test_glorot_fans_over_the_kernels_input_and_output_letters_as_keras(init):
+    layer = layers.EinsumDense("abc,cde->abde", (None, 8, 16), kernel_initializer=init)
     layer(jnp.asarray(SEQ))
     (kernel,) = layer.get_weights()
     limit = np.sqrt(6.0 / (4 + 8 * 16))  # Keras: fan in 4 (c), fan out 128 (d, e)
     assert kernel.shape == (4, 8, 16)
     assert np.abs(kernel).max() <= limit and np.abs(kernel).max() > 0.9 * limit
+    keras_layer = keras.layers.EinsumDense("abc,cde->abde", (None, 8, 16))
+    keras_layer(SEQ)
+    keras_kernel = np.asarray(keras_layer.kernel)
+    assert abs(np.abs(keras_kernel).max() - np.abs(kernel).max()) < 0.1 * limit
 
 
 def test_model_trains_as_keras():

@@ -23,6 +23,7 @@ from flax import nnx
 from jax.nn import initializers as jinit
 
 from ..errors import LayerArgumentError
+from ..initializers import VarianceScaling
 from . import _args as _layer_args
 from . import _initializers
 from ._layer import Layer, Shape
@@ -211,12 +212,17 @@ class EinsumDense(Layer):
 
 def _kernel_initializer(identifier: Any, in_axes: list[int], out_axes: list[int]):
     """The kernel's initializer; a variance-scaling name counts fans over Keras's axes."""
-    if isinstance(identifier, str) and identifier in _VARIANCE_SCALING:
+    if isinstance(identifier, VarianceScaling):  # GlorotUniform(seed=1), VarianceScaling(...)
+        scale, mode, distribution = identifier.scale, identifier.mode, identifier.distribution
+    elif isinstance(identifier, str) and identifier in _VARIANCE_SCALING:
         scale, mode, distribution = _VARIANCE_SCALING[identifier]
-        return jinit.variance_scaling(
-            scale, mode, distribution, in_axis=tuple(in_axes), out_axis=tuple(out_axes)
-        )
-    return _initializers.get(identifier)
+    else:
+        return _initializers.get(identifier)
+    if distribution == "untruncated_normal":
+        distribution = "normal"
+    return jinit.variance_scaling(
+        scale, mode, distribution, in_axis=tuple(in_axes), out_axis=tuple(out_axes)
+    )
 
 
 def _split(equation: str) -> tuple[re.Match, bool]:
