@@ -35,6 +35,9 @@ from ._depthwise_separable import DepthwiseConv1D as DepthwiseConv1D
 from ._depthwise_separable import DepthwiseConv2D as DepthwiseConv2D
 from ._depthwise_separable import SeparableConv1D as SeparableConv1D
 from ._depthwise_separable import SeparableConv2D as SeparableConv2D
+from ._dot_attention import AdditiveAttention as AdditiveAttention
+from ._dot_attention import Attention as Attention
+from ._einsum_dense import EinsumDense as EinsumDense
 from ._hashing import Hashing as Hashing
 from ._index_lookup import IntegerLookup as IntegerLookup
 from ._index_lookup import StringLookup as StringLookup
@@ -174,7 +177,9 @@ __all__ = [
     "Activation",
     "ActivityRegularization",
     "Add",
+    "AdditiveAttention",
     "AlphaDropout",
+    "Attention",
     "Average",
     "AveragePooling1D",
     "AveragePooling2D",
@@ -211,6 +216,7 @@ __all__ = [
     "Dot",
     "Dropout",
     "ELU",
+    "EinsumDense",
     "Embedding",
     "Flatten",
     "GRU",

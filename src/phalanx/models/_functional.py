@@ -356,13 +356,13 @@ class Functional(nnx.Module):
         values = self._bind_inputs(x)
         logits_slot = graph.outputs.id if isinstance(graph.outputs, _Ref) else None
         logits = None
-        masks: dict[int, Any] = {}  # Keras's masks, by slot (one-input layers carry them)
+        masks: dict[int, Any] = {}  # Keras's masks, by slot (a list input: one per tensor)
         if mask is not None and isinstance(graph.inputs, _Ref):  # a nested model's input mask
             masks[graph.inputs.id] = mask
         for layer_index, args, kwargs, node_training, out_ids, multi in graph.steps:
             layer = self.layers[layer_index]
             one_input = len(args) == 1 and isinstance(args[0], _Ref)
-            mask = masks.get(args[0].id) if one_input else None
+            mask = masks.get(args[0].id) if one_input else _list_mask(args, masks)
             args = _fill(args, values)
             kwargs = _fill(kwargs, values)
             if mask is not None and "mask" not in kwargs and takes_mask(layer):
@@ -391,9 +391,11 @@ class Functional(nnx.Module):
                     values[slot] = value
             else:
                 values[out_ids[0]] = out
-            if one_input:
+            if one_input or mask is not None:
                 out_mask = output_mask(layer, args[0], mask)
-                out_masks = out_mask if multi else [out_mask]
+                # several outputs and one mask (Attention's with its scores): the first's, as Keras
+                several = multi and isinstance(out_mask, list | tuple)
+                out_masks = out_mask if several else [out_mask]
                 for slot, m in zip(out_ids, out_masks or [None] * len(out_ids), strict=False):
                     if m is not None:
                         masks[slot] = m
@@ -442,6 +444,17 @@ def _inference_key(args: Any, layer_index: int) -> jax.Array:
     for b in bits:
         key = jax.random.fold_in(key, b)
     return key
+
+
+def _list_mask(args: tuple, masks: dict[int, Any]) -> list | None:
+    """Keras's masks of a list input (``Attention()([query, value])``): one per tensor, or
+    None when none of them carries a mask."""
+    if len(args) != 1 or not isinstance(args[0], list | tuple) or not masks:
+        return None
+    if not all(isinstance(a, _Ref) for a in args[0]):
+        return None
+    found = [masks.get(a.id) for a in args[0]]
+    return found if any(m is not None for m in found) else None
 
 
 def _fill(template: Any, values: dict[int, Any]) -> Any:
