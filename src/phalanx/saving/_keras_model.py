@@ -41,6 +41,7 @@ Needs ``h5py`` (``pip install phalanx[keras]``; Keras itself is not needed).
 from __future__ import annotations
 
 import contextlib
+import datetime
 import io
 import json
 import os
@@ -48,6 +49,7 @@ import tempfile
 import zipfile
 from typing import Any
 
+import jax
 import numpy as np
 
 from ..errors import KerasFileError
@@ -140,8 +142,6 @@ def save_weights(model: Any, path: Any, *, optimizer: list | None = None) -> Non
     Raises:
       KerasFileError: the model has no weights yet, or holds nested models.
     """
-    import jax
-
     _refuse_nested(model)
     if not model.built:
         raise KerasFileError(
@@ -490,10 +490,6 @@ def save_model(model: Any, path: Any, config: dict) -> None:
     Raises:
       KerasFileError: a subclassed model, or no weights yet.
     """
-    import datetime
-
-    import jax
-
     _refuse_nested(model)
     config = dict(config)
     config["compile_config"] = _keras_compile.compile_config(model)
