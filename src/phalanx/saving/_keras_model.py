@@ -30,8 +30,9 @@ and the slots) under ``optimizer/vars`` in Keras 3's layout (``_keras_optimizer`
 of the same name with the arguments phalanx takes; ``Sequential`` and
 functional models (several inputs and outputs, shared layers) are rebuilt
 from their ``inbound_nodes``; then ``model.weights.h5`` is loaded. No code
-from a file is run, as Keras's ``safe_mode``: a ``Lambda`` layer, a custom
-class or a function given by its code is refused with a clear error, and so
+from a file is run, as Keras's ``safe_mode``: a ``Lambda`` layer, a class not
+registered (`phalanx.saving.register_keras_serializable`) nor given in ``custom_objects``,
+or a function given by its code is refused with a clear error, and so
 is a Keras argument phalanx does not implement (rather than a model that
 computes something else).
 
