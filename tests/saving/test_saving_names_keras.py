@@ -96,6 +96,8 @@ def test_custom_object_scope_and_custom_objects_load_an_unregistered_layer(tmp_p
     again = phalanx.models.load_model(tmp_path / "m.keras", custom_objects={"Scale": ours})
     np.testing.assert_allclose(again(X), model(X), rtol=1e-6)
     assert "Scale" not in saving.get_custom_objects()
+    with pytest.raises(TypeError, match=r"expects a dict \{name: class or function\}, got list"):
+        phalanx.models.load_model(tmp_path / "m.keras", custom_objects=[ours])
 
 
 def test_save_and_load_weights_functions_match_keras_arguments(tmp_path):

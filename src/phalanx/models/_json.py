@@ -50,7 +50,8 @@ def model_from_json(json_string: str, custom_objects: dict[str, Any] | None = No
             f"model_from_json: the JSON is a {type(config).__name__}; model.to_json() writes "
             'an object with "class_name" and "config".'
         )
-    with saving.custom_object_scope({**(custom_objects or {}), **saving.current_scope()}):
+    given = saving.CustomObjectScope(custom_objects).custom_objects  # a dict, or TypeError
+    with saving.custom_object_scope({**given, **saving.current_scope()}):
         model = _load.model_from_config(config, "the JSON", built=False)
     if config.get("compile_config"):
         mixed = _load.model_policy(config) == "mixed_float16"  # as load_model

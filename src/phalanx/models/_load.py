@@ -303,7 +303,8 @@ def read_model(path: Any, custom_objects: Any, compile: bool, safe_mode: bool) -
     hands it this function when imported): the model the ``.keras`` file describes."""
     del safe_mode  # phalanx is always safe
     path = os.fspath(path)
-    with saving.custom_object_scope({**(custom_objects or {}), **saving.current_scope()}):
+    given = saving.CustomObjectScope(custom_objects).custom_objects  # a dict, or TypeError
+    with saving.custom_object_scope({**given, **saving.current_scope()}):
         return _load(path, compile)
 
 
