@@ -28,6 +28,7 @@ PACKAGES = [
     "phalanx.layers",
     "phalanx.initializers",
     "phalanx.models",
+    "phalanx.saving",
     "phalanx.losses",
     "phalanx.metrics",
     "phalanx.optimizers",

@@ -68,6 +68,14 @@ def model_seed() -> int:
     return 0 if drawn is None else drawn
 
 
+def fresh_model_seed() -> int:
+    """The seed of a model whose weights must be new (``clone_model``, as Keras's clones):
+    the next draw after ``set_random_seed``, else fresh randomness (not ``model_seed``'s 0,
+    which would repeat the original's weights)."""
+    drawn = _GLOBAL.draw("model", 31)
+    return secrets.randbits(31) if drawn is None else drawn
+
+
 def data_root_seed() -> int:
     """A 63-bit root seed for a dataset's unseeded shuffles: fresh randomness, or the next
     draw after ``set_random_seed``."""

@@ -234,12 +234,23 @@ def _mnist_refuses_urls(base):
         phalanx.datasets.mnist.load_data(f"{base}/mnist.npz")
 
 
+def _saving_functions(base):
+    m = model()
+    phalanx.saving.save_model(m, f"{base}/s.keras")
+    phalanx.saving.save_weights(m, f"{base}/s.weights.h5")
+    for name in ("s.keras", "s.weights.h5"):
+        phalanx.saving.load_weights(m, f"{base}/{name}")
+
+
 RUNNERS = {
     "phalanx.models._model.Model.save_weights": _weights_files,
     "phalanx.models._model.Model.load_weights": _weights_files,
     "phalanx.models._model.Model.save": _keras_file,
     "phalanx.models._model.Model.export": _export,
-    "phalanx.models._load.load_model": _keras_file,
+    "phalanx.saving._saving_api.load_model": _keras_file,
+    "phalanx.saving._saving_api.save_model": _saving_functions,
+    "phalanx.saving._saving_api.save_weights": _saving_functions,
+    "phalanx.saving._saving_api.load_weights": _saving_functions,
     "phalanx.callbacks._model_checkpoint.ModelCheckpoint": _fit_callbacks,
     "phalanx.callbacks._backup_and_restore.BackupAndRestore": _fit_callbacks,
     "phalanx.callbacks._csv_logger.CSVLogger": _fit_callbacks,

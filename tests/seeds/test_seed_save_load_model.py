@@ -115,7 +115,7 @@ def test_compile_false_and_an_uncompiled_model_load_uncompiled(tmp_path):
         loaded.fit(x, y, verbose=0)
 
 
-def test_an_optax_optimizer_is_not_written_and_custom_objects_are_refused(tmp_path):
+def test_an_optax_optimizer_is_not_written_and_unused_custom_objects_are_unused(tmp_path):
     import optax
 
     model = _model()
@@ -123,5 +123,7 @@ def test_an_optax_optimizer_is_not_written_and_custom_objects_are_refused(tmp_pa
     model.save(tmp_path / "model.keras")
     with zipfile.ZipFile(tmp_path / "model.keras") as archive:
         assert json.loads(archive.read("config.json"))["compile_config"] is None
-    with pytest.raises(px.errors.KerasFileError, match=r"runs no code from a file"):
-        px.models.load_model(tmp_path / "model.keras", custom_objects={"f": len})
+    # custom_objects name classes of one's own (phalanx.saving); an entry no layer names is
+    # not used, as Keras
+    loaded = px.models.load_model(tmp_path / "model.keras", custom_objects={"f": len})
+    assert [type(layer) for layer in loaded.layers] == [type(layer) for layer in model.layers]

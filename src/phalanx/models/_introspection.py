@@ -20,13 +20,15 @@ from typing import Any
 
 from flax import nnx
 
+from .. import saving
+from ..errors import KerasFileError
 from ..layers import (
     Layer,
     Weight,
     claim,
     weight_views,
 )
-from ._functional import Functional
+from . import _keras_config
 
 
 def top_layers(module: nnx.Module | None) -> list[Layer]:
@@ -151,31 +153,35 @@ class ModelIntrospection:
         return self.non_trainable_weights
 
     def get_config(self) -> dict:
-        """Keras's model config: ``name`` and ``layers`` (each ``class_name``, ``config``, and
-        for functional models ``inbound_nodes``, Keras's ``[[layer, node, tensor, {}]]``)."""
-        module = self._introspection_module()
-        inbound = getattr(module, "inbound_nodes", None)
-        layers = []
-        for layer in self.layers:
-            entry = {"class_name": type(layer).__name__, "config": layer.get_config()}
-            entry["name"] = layer.name
-            if inbound is not None:
-                entry["inbound_nodes"] = inbound(layer.name)
-            layers.append(entry)
+        """Keras 3's model config (``Model.get_config``): for a Sequential or functional
+        model what ``config.json`` of its ``.keras`` file holds under ``"config"``
+        (``name``, ``layers`` with each ``module``, ``class_name``, ``config``,
+        ``registered_name``; a functional model's ``inbound_nodes`` and
+        ``input_layers``/``output_layers``). Another model (subclassed, an nnx module):
+        ``name`` and its ``layers``' ``class_name`` and ``config``, a description only."""
+        keras = _keras_description(self)
+        if keras is not None:
+            return keras["config"]
+        layers = [
+            {"class_name": type(layer).__name__, "config": layer.get_config(), "name": layer.name}
+            for layer in self.layers
+        ]
         return {"name": self.name, "layers": layers}
 
     def to_json(self, **kwargs: Any) -> str:
-        """The model's config as JSON, as Keras's ``to_json`` (``kwargs`` go to ``json.dumps``).
+        """The model as Keras 3's JSON (``kwargs`` go to ``json.dumps``).
 
-        It describes the model (``TensorBoard(write_graph=True)`` writes it); the
-        ``class_name`` is ``Sequential``, ``Functional`` or the subclass's name.
+        A Sequential or functional model's is what Keras's ``model.to_json()`` writes,
+        its ``config.json`` entry with the ``compile_config``: `model_from_json` (and
+        Keras's) rebuilds it. Another model's describes it (``TensorBoard(write_graph=
+        True)`` writes it), with the subclass's name as ``class_name``.
         """
-        module = self._module
-        kind = type(self).__name__
-        if isinstance(module, Functional):
-            kind = "Functional"
-        config = {"class_name": kind, "config": self.get_config(), "backend": "jax"}
-        return json.dumps(config, default=str, **kwargs)
+        keras = _keras_description(self)
+        if keras is None:
+            keras = {"class_name": type(self).__name__, "config": self.get_config()}
+        else:
+            keras = {**keras, "compile_config": saving.compile_config(self)}
+        return json.dumps(keras, default=str, **kwargs)
 
     @property
     def trainable(self) -> bool:
@@ -196,6 +202,15 @@ class ModelIntrospection:
         for _, node in nnx.iter_graph(self._module):
             if isinstance(node, Layer) or node is self._module:
                 node.trainable = value
+
+
+def _keras_description(model: Any) -> dict | None:
+    """Keras 3's ``serialize_keras_object`` of a Sequential or functional ``model`` without
+    its compile config, or None for another model (subclassed, nnx, models as layers)."""
+    try:
+        return _keras_config.model_config(model)
+    except KerasFileError:
+        return None
 
 
 def _batched(shape: Any) -> Any:

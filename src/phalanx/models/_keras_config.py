@@ -12,6 +12,8 @@ from typing import Any
 
 import jax
 
+from .. import layers as _layers
+from .. import saving
 from ..errors import KerasFileError
 from ..layers import InputLayer, Layer, is_symbolic
 from ..mixed_precision import LossScaleOptimizer
@@ -155,14 +157,39 @@ def _constraint_config(layer: Layer, key: str, value: Any) -> Any:
     )
 
 
+def _is_own(layer: Layer) -> bool:
+    """Whether the layer's class is one of one's own (not one of phalanx's layers)."""
+    cls = type(layer)
+    return getattr(_layers, cls.__name__, None) is not cls
+
+
+def _own_config(layer: Layer) -> dict:
+    """A layer of one's own's ``get_config()``, with Keras's dtype policy entry, as Keras
+    writes it (Keras's base ``get_config`` gives a custom layer's policy as an entry)."""
+    config = dict(layer.get_config())
+    policy = _policy_entry(layer.dtype_policy.name)
+    config.update(name=layer.name, trainable=layer.trainable, dtype=policy)
+    return config
+
+
 def _layer_entry(layer: Layer, inbound: list | None) -> dict:
-    entry = {
-        "module": "keras.layers",
-        "class_name": type(layer).__name__,
-        "config": _layer_config(layer),
-        "registered_name": None,
-        "name": layer.name,
-    }
+    if _is_own(layer):  # Keras's entry of a custom class: its module and registered name
+        cls = type(layer)
+        entry = {
+            "module": cls.__module__,
+            "class_name": cls.__name__,
+            "config": _own_config(layer),
+            "registered_name": saving.get_registered_name(cls),
+            "name": layer.name,
+        }
+    else:
+        entry = {
+            "module": "keras.layers",
+            "class_name": type(layer).__name__,
+            "config": _layer_config(layer),
+            "registered_name": None,
+            "name": layer.name,
+        }
     if inbound is not None:
         entry["inbound_nodes"] = inbound
     return entry
@@ -184,13 +211,14 @@ def model_config(model: Any) -> dict:
             "module": "keras.layers",
             "class_name": "InputLayer",
             "config": {
-                "batch_shape": [None, *net.input_shape],
+                "batch_shape": [None, *(net.input_shape or ())],
                 "dtype": net.keras_input_dtype,
                 "name": "input_layer",
             },
             "registered_name": None,
         }
-        layers = [first] + [_layer_entry(layer, None) for layer in net.layers]
+        first_entries = [] if net.input_shape is None else [first]  # no Input: none, as Keras
+        layers = first_entries + [_layer_entry(layer, None) for layer in net.layers]
         return {
             "module": "keras",
             "class_name": "Sequential",

@@ -3,9 +3,11 @@
 The zip's ``config.json`` describes a ``Sequential`` or functional model: each layer is
 made from its class name and config (only phalanx's layers; Keras arguments phalanx does
 not take are refused by name), the functional graph is replayed from the layers'
-``inbound_nodes``, then ``model.weights.h5`` is loaded (`phalanx.saving`). No code
-from a file is run, as Keras's ``safe_mode``: a ``Lambda`` layer or a custom class is
-refused with a clear error.
+``inbound_nodes``, then ``model.weights.h5`` is loaded (`phalanx.saving`). A layer of
+one's own is made from the class its ``registered_name`` names in `phalanx.saving`'s
+registry (``@register_keras_serializable``, ``custom_object_scope``, ``custom_objects=``).
+No code from a file is run, as Keras's ``safe_mode``: a ``Lambda`` layer or an unknown
+class is refused with a clear error.
 """
 
 from __future__ import annotations
@@ -13,11 +15,14 @@ from __future__ import annotations
 import inspect
 import os
 import zipfile
+from collections.abc import Callable
 from typing import Any
 
 from .. import layers as _layers
+from .. import saving
 from ..errors import KerasFileError
 from ..layers import Input, Layer
+from ..models import _functional
 from ..models._model import Model
 from ..models._sequential import Sequential
 from ..saving import _archive
@@ -102,14 +107,21 @@ def _make_layer(entry: dict) -> Any:
             "phalanx never runs code from a file (Keras's safe_mode). Rebuild the model in "
             "Python with a layer of your own, then load_weights the .weights.h5."
         )
+    registered = entry.get("registered_name", layer_class)
+    custom = None if registered is None else saving.get_registered_object(registered)
+    if custom is not None:
+        return _custom_layer(custom, layer_class, name, config)
     cls = getattr(_layers, str(layer_class), None)
-    if entry.get("registered_name") not in (None, layer_class) or not (
+    if registered not in (None, layer_class) or not (
         isinstance(cls, type) and issubclass(cls, Layer)
     ):
         raise KerasFileError(
-            f"Layer '{name}' is a {layer_class!r} ({entry.get('registered_name')}), which "
-            "phalanx does not have; phalanx makes only its own layers from a file, and runs no "
-            f"code from it. Its layers: {sorted(_layers.__all__)}."
+            f"Layer '{name}' is a {layer_class!r} (registered name {registered!r}), which "
+            "phalanx does not have and no registered class or custom_objects entry names. "
+            "Decorate your class with @phalanx.saving.register_keras_serializable() and "
+            "import it before loading, or pass custom_objects={" + repr(registered) + ": "
+            f"YourClass}} (or use custom_object_scope). phalanx's layers: "
+            f"{sorted(_layers.__all__)}."
         )
     accepted = inspect.signature(cls.__init__).parameters
     kwargs = {}
@@ -133,6 +145,26 @@ def _make_layer(entry: dict) -> Any:
     return layer
 
 
+def _custom_layer(cls: Any, layer_class: str, name: str, config: dict) -> Any:
+    """A layer of one's own (registered, or in a scope or ``custom_objects``), made with
+    ``cls.from_config(config)`` as Keras does; its dtype policy as phalanx's ``dtype=``."""
+    if not (isinstance(cls, type) and issubclass(cls, Layer)):
+        raise KerasFileError(
+            f"Layer '{name}' ({layer_class}) resolves to {cls!r}, which is not a "
+            "phalanx.layers.Layer subclass; register or pass the layer class itself."
+        )
+    if "dtype" in config:
+        config["dtype"] = _dtype_policy(layer_class, name, config["dtype"])
+    try:
+        return cls.from_config(config)
+    except TypeError as error:
+        raise KerasFileError(
+            f"Layer '{name}' ({cls.__name__}) could not be made from its config "
+            f"({error}); its from_config (or __init__) must take every key its get_config "
+            f"returns: {sorted(config)}."
+        ) from error
+
+
 def _dtype_policy(layer_class: str, name: str, value: Any) -> Any:
     """A layer's ``dtype`` entry (a dtype name, or Keras's ``DTypePolicy``) as phalanx's
     ``dtype=``: the policy's name; None (the global policy) for none."""
@@ -147,7 +179,7 @@ def _dtype_policy(layer_class: str, name: str, value: Any) -> Any:
     )
 
 
-def _model_policy(config: dict) -> Any:
+def model_policy(config: dict) -> Any:
     """The dtype policy's name a file gives the model itself, or None."""
     value = (config.get("config") or {}).get("dtype")
     return _dtype_policy(str(config.get("class_name")), "the model", value)
@@ -172,12 +204,22 @@ def _resolve(value: Any, tensors: dict) -> Any:
     return value
 
 
-def _functional(config: dict, name: str) -> Any:
+def functional(
+    config: dict,
+    name: str,
+    make: Callable[[dict], Any] = _make_layer,
+    call: Callable | None = None,
+    seed: int | None = None,
+) -> Any:
+    """The functional model a Keras config describes, its graph replayed from the layers'
+    ``inbound_nodes``: each layer (an ``Input`` for an ``InputLayer``) from ``make(entry)``,
+    called as ``call(layer, *args, **kwargs)`` when given (``clone_model``'s
+    ``call_function``); its weights from ``seed`` (None: the model default)."""
     tensors: dict[tuple, list] = {}
     calls: dict[str, int] = {}
     for entry in config["layers"]:
         layer_name = entry.get("name") or entry["config"]["name"]
-        made = _make_layer(entry)
+        made = make(entry)
         if entry.get("class_name") == "InputLayer":
             tensors[(layer_name, 0)] = [made]
             continue
@@ -190,7 +232,7 @@ def _functional(config: dict, name: str) -> Any:
             args = _resolve(node.get("args", []), tensors)
             kwargs = {k: v for k, v in _resolve(node.get("kwargs", {}), tensors).items()}
             kwargs = {k: v for k, v in kwargs.items() if v is not None and k != "mask"}
-            out = made(*args, **kwargs)
+            out = made(*args, **kwargs) if call is None else call(made, *args, **kwargs)
             index = calls.get(layer_name, 0)
             calls[layer_name] = index + 1
             tensors[(layer_name, index)] = out if isinstance(out, list) else [out]
@@ -203,15 +245,18 @@ def _functional(config: dict, name: str) -> Any:
         layer, node, index = spec
         return tensors[(layer, node)][index]
 
-    return Model(pick(config["input_layers"]), pick(config["output_layers"]), name=name)
+    inputs, outputs = pick(config["input_layers"]), pick(config["output_layers"])
+    return Model(_functional.Functional(inputs, outputs, name=name, seed=seed), name=name)
 
 
 def _sequential(config: dict, name: str) -> Any:
     return Sequential([_make_layer(entry) for entry in config["layers"]], name=name)
 
 
-def _model_from_config(config: dict, path: str) -> Any:
-    """The model ``config.json`` describes; a config of another shape is refused by name."""
+def model_from_config(config: dict, path: str, *, built: bool = True) -> Any:
+    """The model ``config.json`` describes; a config of another shape is refused by name.
+    ``built``: a Sequential model without an ``Input`` is refused (a file's weights need
+    the layers built); `model_from_json` takes one, unbuilt, as Keras."""
     kind = config.get("class_name")
     inner = config.get("config")
     if not isinstance(inner, dict) or not isinstance(inner.get("layers"), list):
@@ -234,7 +279,7 @@ def _model_from_config(config: dict, path: str) -> Any:
         if kind == "Sequential":
             model = _sequential(inner, name)
         elif kind in ("Functional", "Model"):
-            model = _functional(inner, name)
+            model = functional(inner, name)
         else:
             raise KerasFileError(
                 f"{path!r} holds a {kind!r} model; phalanx reads Sequential and functional "
@@ -248,44 +293,22 @@ def _model_from_config(config: dict, path: str) -> Any:
             f"{path!r}: its config.json does not describe a model phalanx can build "
             f"({type(error).__name__}: {error})."
         ) from error
-    if not model.built:
+    if built and not model.built:
         raise KerasFileError(f"{path!r}: the Sequential model has no Input; cannot build it.")
     return model
 
 
-def load_model(
-    path: Any, custom_objects: Any = None, compile: bool = True, safe_mode: bool = True
-) -> Any:
-    """Reads a Keras 3 ``.keras`` file into a phalanx model, running no code from it.
-
-    Args:
-      path: the ``.keras`` file (a zip of ``config.json`` and ``model.weights.h5``), a
-        local path or a URL (``gs://``, ``memory://``: `phalanx.io`).
-      custom_objects: Keras's argument; phalanx runs no code from a file, so it
-        must be None or empty.
-      compile: compile the model with the file's ``compile_config`` (its optimizer,
-        loss, metrics) and restore the optimizer's state (``iterations``, the
-        learning rate, the moments) from ``model.weights.h5``, as Keras. A
-        configuration phalanx cannot rebuild warns and loads the model
-        uncompiled; optimizer variables that do not fit the optimizer warn, as
-        Keras, and it starts afresh.
-      safe_mode: Keras's argument; phalanx is always safe (no ``Lambda`` code).
-
-    Returns:
-      A ``phalanx.Sequential`` or functional ``phalanx.Model`` with the file's
-      weights, compiled when ``compile`` and the file says how.
-
-    Raises:
-      FileNotFoundError: no such file.
-      KerasFileError: not a ``.keras`` file, a layer phalanx does not have (a
-        ``Lambda``, a custom class), or a Keras argument phalanx does not implement.
-    """
+def read_model(path: Any, custom_objects: Any, compile: bool, safe_mode: bool) -> Any:
+    """`phalanx.saving.load_model`'s reader (that package sits below this one, which
+    hands it this function when imported): the model the ``.keras`` file describes."""
+    del safe_mode  # phalanx is always safe
     path = os.fspath(path)
-    if custom_objects:
-        raise KerasFileError(
-            f"load_model({path!r}, custom_objects=...): phalanx runs no code from a file and "
-            "has no custom objects; build the model in Python and load_weights its weights."
-        )
+    given = saving.CustomObjectScope(custom_objects).custom_objects  # a dict, or TypeError
+    with saving.custom_object_scope({**given, **saving.current_scope()}):
+        return _load(path, compile)
+
+
+def _load(path: str, compile: bool) -> Any:
     handle = _keras_files.open_file(path, "model file")  # a local path or a URL (phalanx.io)
     try:
         archive = zipfile.ZipFile(handle)
@@ -299,15 +322,18 @@ def load_model(
         config = _archive.parse_config(
             _archive.read_member(archive, "config.json", path, _archive.MAX_CONFIG_BYTES), path
         )
-        model = _model_from_config(config, path)
+        model = model_from_config(config, path)
         # Keras's file holds the weights and at most a few optimizer slots per weight.
         cap = 8 * sum(int(w.nbytes) for w in model.get_weights()) + 2**24
         weights = _archive.read_member(archive, "model.weights.h5", path, cap)
         _keras_files.load_host_state(model, archive, weights, path)  # vocabularies, IDF
     _keras_files.load_h5(model, weights, f"{path}:model.weights.h5")
     if compile and config.get("compile_config"):
-        mixed = _model_policy(config) == "mixed_float16"  # Keras's compile adds loss scaling
+        mixed = model_policy(config) == "mixed_float16"  # Keras's compile adds loss scaling
         _keras_compile.compile_from_config(model, config["compile_config"], path, mixed)
         if model._config is not None:  # compiled: its optimizer's state too
             _keras_files.restore_optimizer(model, weights, f"{path}:model.weights.h5")
     return model
+
+
+saving.set_model_reader(read_model)  # phalanx.saving.load_model (and models') reads with it

@@ -30,8 +30,9 @@ and the slots) under ``optimizer/vars`` in Keras 3's layout (``_keras_optimizer`
 of the same name with the arguments phalanx takes; ``Sequential`` and
 functional models (several inputs and outputs, shared layers) are rebuilt
 from their ``inbound_nodes``; then ``model.weights.h5`` is loaded. No code
-from a file is run, as Keras's ``safe_mode``: a ``Lambda`` layer, a custom
-class or a function given by its code is refused with a clear error, and so
+from a file is run, as Keras's ``safe_mode``: a ``Lambda`` layer, a class not
+registered (`phalanx.saving.register_keras_serializable`) nor given in ``custom_objects``,
+or a function given by its code is refused with a clear error, and so
 is a Keras argument phalanx does not implement (rather than a model that
 computes something else).
 
@@ -41,6 +42,7 @@ Needs ``h5py`` (``pip install phalanx[keras]``; Keras itself is not needed).
 from __future__ import annotations
 
 import contextlib
+import datetime
 import io
 import json
 import os
@@ -48,6 +50,7 @@ import tempfile
 import zipfile
 from typing import Any
 
+import jax
 import numpy as np
 
 from ..errors import KerasFileError
@@ -140,8 +143,6 @@ def save_weights(model: Any, path: Any, *, optimizer: list | None = None) -> Non
     Raises:
       KerasFileError: the model has no weights yet, or holds nested models.
     """
-    import jax
-
     _refuse_nested(model)
     if not model.built:
         raise KerasFileError(
@@ -490,10 +491,6 @@ def save_model(model: Any, path: Any, config: dict) -> None:
     Raises:
       KerasFileError: a subclassed model, or no weights yet.
     """
-    import datetime
-
-    import jax
-
     _refuse_nested(model)
     config = dict(config)
     config["compile_config"] = _keras_compile.compile_config(model)
