@@ -119,15 +119,16 @@ class ModelStructureError(PhalanxError, ValueError):
     """A functional model's graph or inputs do not fit (a disconnected graph, inputs of another structure)."""
 
 
-class ActivationError(PhalanxError, ValueError, TypeError):
+class LayerArgumentError(PhalanxError, ValueError, TypeError):
+    """A layer's constructor got an argument of the wrong type or value (``Dense("128")``)."""
+
+
+class ActivationError(LayerArgumentError):
     """An activation identifier phalanx cannot use: neither a name, a config dict nor a function
     (``activations.get(3)``), a config dict that names no function, ``serialize`` of
     something that is not a named function; or an input an activation cannot take
-    (``glu`` over an axis of odd size)."""
-
-
-class LayerArgumentError(PhalanxError, ValueError, TypeError):
-    """A layer's constructor got an argument of the wrong type or value (``Dense("128")``)."""
+    (``glu`` over an axis of odd size). A `LayerArgumentError`: a layer given such an
+    ``activation=`` raises it."""
 
 
 class KerasFileError(PhalanxError, ValueError):
