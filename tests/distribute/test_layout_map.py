@@ -114,9 +114,15 @@ def _assert_same(model_a, hist_a, model_b, hist_b):
     assert hist_a.keys() == hist_b.keys()
     for key in hist_a:
         np.testing.assert_allclose(hist_a[key], hist_b[key], rtol=1e-5, atol=1e-5, err_msg=key)
-    for a, b in zip(model_a.get_weights(), model_b.get_weights(), strict=True):
+    paths = [w.path for w in model_a.weights]
+    for path, a, b in zip(paths, model_a.get_weights(), model_b.get_weights(), strict=True):
         assert a.shape == b.shape
-        np.testing.assert_allclose(a, b, atol=1e-5)
+        if path.endswith("key/bias"):
+            # its gradient is zero (a softmax does not see a shift of every score): its value
+            # is rounding noise that Adam scales up, different for each layout of the sums
+            np.testing.assert_allclose(a, b, atol=1e-4, err_msg=path)
+            continue
+        np.testing.assert_allclose(a, b, atol=1e-5, err_msg=path)
 
 
 def _local_shape(array):

@@ -28,6 +28,7 @@ from ..errors import LayerArgumentError
 from . import _args as _layer_args
 from . import _initializers
 from ._args import positive_int
+from ._einsum_dense import _kernel_initializer
 from ._layer import Layer, Shape, format_shape, normalize_shape
 
 
@@ -51,6 +52,9 @@ class _Projection(Layer):
     """An einsum-dense projection: contracts the last ``contract`` input axes with a kernel.
 
     ``kernel`` has shape ``input_shape[-contract:] + out_dims``, ``bias`` ``out_dims``.
+    A variance-scaling initializer counts its fans as Keras's ``EinsumDense``: the
+    contracted axes in, the others out (``(dim, heads, key_dim)``: ``dim`` and
+    ``heads * key_dim``), not the convolution rule of a kernel of more than two axes.
     """
 
     _weight_regularizer_paths = (
@@ -77,7 +81,9 @@ class _Projection(Layer):
 
     def _build(self, input_shape: Shape, rngs: nnx.Rngs) -> None:
         shape = (*input_shape[len(input_shape) - self.contract :], *self.out_dims)
-        init = _initializers.get(self.kernel_initializer)
+        in_axes = list(range(self.contract))
+        out_axes = list(range(self.contract, len(shape)))
+        init = _kernel_initializer(self.kernel_initializer, in_axes, out_axes)
         self.kernel = nnx.Param(init(rngs.params(), shape, jnp.float32))
         if self.use_bias:
             bias_init = _initializers.get(self.bias_initializer)
@@ -108,7 +114,9 @@ class MultiHeadAttention(Layer):
       output_shape: the output's last size; default the query's.
       attention_axes: None or ``(1,)``: attention over the sequence axis (the only
         one supported).
-      kernel_initializer: default ``glorot_uniform``.
+      kernel_initializer: default ``glorot_uniform``; a variance-scaling one counts
+        each kernel's fans as Keras's ``EinsumDense`` (``(dim, heads, key_dim)``: ``dim``
+        in, ``heads * key_dim`` out).
       bias_initializer: default ``zeros``.
       seed: an int folded into the dropout key.
       kernel_regularizer: a penalty on each projection's kernel (query, key, value,

@@ -212,6 +212,11 @@ class EinsumDense(Layer):
 
 def _kernel_initializer(identifier: Any, in_axes: list[int], out_axes: list[int]):
     """The kernel's initializer; a variance-scaling name counts fans over Keras's axes."""
+    if isinstance(identifier, dict) or (
+        isinstance(identifier, str) and identifier not in _VARIANCE_SCALING
+    ):
+        resolved = _initializers.get(identifier)  # "HeNormal", a config dict
+        identifier = resolved if isinstance(resolved, VarianceScaling) else identifier
     if isinstance(identifier, VarianceScaling):  # GlorotUniform(seed=1), VarianceScaling(...)
         scale, mode, distribution = identifier.scale, identifier.mode, identifier.distribution
     elif isinstance(identifier, str) and identifier in _VARIANCE_SCALING:

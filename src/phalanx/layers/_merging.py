@@ -4,7 +4,11 @@
 Element-wise layers need inputs of one shape, or shapes that broadcast (Keras
 allows that too); ``Concatenate(axis=-1)`` joins along an axis whose other
 sizes agree; ``Dot(axes)`` is Keras's ``batch_dot`` of two inputs. They have no
-weights. Keras's functional forms (``add([a, b])``, ``concatenate([a, b], axis=1)``,
+weights. Masks pass as Keras's: the element-wise layers' output mask is the logical OR of
+the inputs' masks (None when any input has none), ``Concatenate``'s joins the masks
+along its axis (all True for an unmasked input), ``Dot`` gives none; ``Multiply``,
+``Maximum`` and ``Minimum`` also let the masked entries drop out of their values, as
+Keras's (``Add``, ``Subtract``, ``Average`` do not). Keras's functional forms (``add([a, b])``, ``concatenate([a, b], axis=1)``,
 ``dot([a, b], axes=1)``, ...) make the layer and call it on the inputs.
 """
 
@@ -28,6 +32,7 @@ class _Merge(Layer):
     """Shared logic of the layers that take a list of inputs."""
 
     _min_inputs = 2
+    supports_masking = True
 
     def __init__(self, *, name: str | None = None, dtype: Any = None):
         super().__init__(name=name, dtype=dtype)
@@ -66,6 +71,24 @@ class _Merge(Layer):
     def call(self, x, *, training, rngs):
         return self._merge([self._cast(a) for a in x])
 
+    def _mask_list(self, inputs: Any, mask: Any) -> list | None:
+        """Keras's checks of ``compute_mask``'s arguments: the mask list, or None."""
+        if mask is None:
+            return None
+        if not isinstance(mask, list | tuple):
+            raise self._error(
+                f"expects `mask` to be a list (one mask or None per input), got "
+                f"{type(mask).__name__}."
+            )
+        if not isinstance(inputs, list | tuple):
+            raise self._error(f"expects `inputs` to be a list, got {type(inputs).__name__}.")
+        if len(mask) != len(inputs):
+            raise self._error(
+                f"expects one mask (or None) per input: got {len(inputs)} inputs and "
+                f"{len(mask)} masks."
+            )
+        return list(mask)
+
 
 class _ElementWise(_Merge):
     def _check_input_shape(self, input_shape: list[Shape]) -> None:
@@ -90,6 +113,52 @@ class _ElementWise(_Merge):
     def _merge(self, xs: list[jax.Array]) -> jax.Array:
         return functools.reduce(self._op, xs)
 
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """Keras's: the logical OR of the inputs' masks; None when any input has none.
+
+        Args:
+          inputs: the list of inputs.
+          mask: one mask (or None) per input, or None.
+
+        Returns:
+          The output's mask, or None.
+
+        Raises:
+          LayerShapeError: ``mask`` is not a list of one entry per input.
+        """
+        masks = self._mask_list(inputs, mask)
+        if masks is None or any(m is None for m in masks):
+            return None
+        return functools.reduce(jnp.logical_or, [jnp.asarray(m) for m in masks])
+
+
+class _MaskedValues(_ElementWise):
+    """The element-wise layers whose values depend on the inputs' masks in Keras."""
+
+    def call(self, x, *, training, rngs, mask=None):
+        xs = [self._cast(a) for a in x]
+        masks = self._mask_list(x, mask) if mask is not None else None
+        if masks is None or all(m is None for m in masks):
+            return self._merge(xs)
+        full = [
+            None if m is None else jnp.broadcast_to(jnp.asarray(m, bool)[..., None], a.shape)
+            for a, m in zip(xs, masks, strict=True)
+        ]
+        return self._merge_masked(xs, full)
+
+
+def _merge_or_masked(op: Any, xs: list, masks: list) -> jax.Array:
+    """Keras's ``_apply_merge_op_and_or_mask``: a masked entry takes the other side's value."""
+    output, output_mask = xs[0], masks[0]
+    for x, m in zip(xs[1:], masks[1:], strict=True):
+        if m is not None:
+            x = jnp.where(m, x, output)
+        if output_mask is not None:
+            output = jnp.where(output_mask, output, x)
+        output_mask = None if m is None or output_mask is None else output_mask | m
+        output = op(output, x)
+    return output
+
 
 class Add(_ElementWise):
     """Adds a list of inputs element-wise: ``Add()([a, b]) == a + b``.
@@ -103,8 +172,9 @@ class Add(_ElementWise):
     _op = staticmethod(jnp.add)
 
 
-class Multiply(_ElementWise):
-    """Multiplies a list of inputs element-wise.
+class Multiply(_MaskedValues):
+    """Multiplies a list of inputs element-wise; with masks, as Keras: a masked entry counts
+    as 1, and where every input is masked the product is 0.
 
     Examples:
       >>> import jax.numpy as jnp
@@ -114,17 +184,37 @@ class Multiply(_ElementWise):
 
     _op = staticmethod(jnp.multiply)
 
+    def _merge_masked(self, xs: list, masks: list) -> jax.Array:
+        xs = [
+            x if m is None else jnp.where(m, x, jnp.ones((), x.dtype))
+            for x, m in zip(xs, masks, strict=True)
+        ]
+        output = functools.reduce(jnp.multiply, xs)
+        if any(m is None for m in masks):
+            return output
+        return jnp.where(
+            functools.reduce(jnp.logical_or, masks), output, jnp.zeros((), output.dtype)
+        )
 
-class Maximum(_ElementWise):
-    """The element-wise maximum of a list of inputs."""
+
+class Maximum(_MaskedValues):
+    """The element-wise maximum of a list of inputs (a masked entry takes the others' value,
+    as Keras)."""
 
     _op = staticmethod(jnp.maximum)
 
+    def _merge_masked(self, xs: list, masks: list) -> jax.Array:
+        return _merge_or_masked(jnp.maximum, xs, masks)
 
-class Minimum(_ElementWise):
-    """The element-wise minimum of a list of inputs."""
+
+class Minimum(_MaskedValues):
+    """The element-wise minimum of a list of inputs (a masked entry takes the others' value,
+    as Keras)."""
 
     _op = staticmethod(jnp.minimum)
+
+    def _merge_masked(self, xs: list, masks: list) -> jax.Array:
+        return _merge_or_masked(jnp.minimum, xs, masks)
 
 
 class Subtract(_ElementWise):
@@ -199,6 +289,34 @@ class Concatenate(_Merge):
 
     def _merge(self, xs: list[jax.Array]) -> jax.Array:
         return jnp.concatenate(xs, axis=self.axis)
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """Keras's: the masks joined along ``axis`` (all True for an unmasked input), then
+        reduced by ``any`` over the last axis; None when no input has a mask.
+
+        Args:
+          inputs: the list of inputs.
+          mask: one mask (or None) per input, or None.
+
+        Returns:
+          The output's mask, or None.
+
+        Raises:
+          LayerShapeError: ``mask`` is not a list of one entry per input.
+        """
+        masks = self._mask_list(inputs, mask)
+        if masks is None or all(m is None for m in masks):
+            return None
+        full = []
+        for x, m in zip(inputs, masks, strict=True):
+            shape = jnp.shape(x)
+            if m is None:
+                full.append(jnp.ones(shape, bool))
+            elif jnp.ndim(m) < len(shape):
+                full.append(jnp.broadcast_to(jnp.asarray(m, bool)[..., None], shape))
+            else:
+                full.append(jnp.asarray(m, bool))
+        return jnp.any(jnp.concatenate(full, axis=self.axis), axis=-1)
 
 
 class Dot(_Merge):
@@ -307,6 +425,10 @@ class Dot(_Merge):
             x1, x2 = _l2_normalize(x1, a0), _l2_normalize(x2, a1)
         out = jax.lax.dot_general(x1, x2, (((a0,), (a1,)), ((0,), (0,))))
         return out[:, None] if out.ndim == 1 else out
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """None: ``Dot``'s output carries no mask, as Keras."""
+        return None
 
 
 def _is_int(value: Any) -> bool:
