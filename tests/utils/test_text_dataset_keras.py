@@ -232,3 +232,19 @@ def test_errors_are_keras(tmp_path):
         text_dataset_from_directory(
             directory, validation_split=0.1, subset="both", seed=1, verbose=False
         )
+
+
+@pytest.mark.parametrize("follow_links", [False, True])
+def test_symlinked_folders_as_keras_follow_links(tmp_path, follow_links):
+    directory = _prepare_directory(_sub(tmp_path, "data"), num_classes=2, count=4)
+    elsewhere = _sub(tmp_path, "elsewhere")
+    (elsewhere / "linked.txt").write_text("class_0/link/linked.txt")
+    os.symlink(elsewhere, os.path.join(directory, "class_0", "link"))
+    os.symlink(elsewhere, os.path.join(directory, "class_2"))  # a linked class folder
+    ds = text_dataset_from_directory(
+        directory, shuffle=False, follow_links=follow_links, verbose=False
+    )
+    paths, labels, names = _keras_index(directory, shuffle=False, follow_links=follow_links)
+    texts, labs = _all(ds)
+    assert len(texts) == len(paths) == (6 if follow_links else 5)
+    assert labs == labels.tolist() and ds.class_names == names
