@@ -418,6 +418,17 @@ class UtilsArgumentError(PhalanxError, ValueError, TypeError):
     ``ValueError``, or a ``TypeError`` for a wrong type); the message is Keras's, with what to do."""
 
 
+class DownloadError(PhalanxError, OSError):
+    """``phalanx.utils.get_file`` could not fetch its ``origin``: an HTTP error, an
+    unreachable host, a timeout or a body shorter than announced. The message names the
+    URL, as Keras's ``URL fetch failure on ...``; nothing is left in the cache."""
+
+
+class FileHashError(PhalanxError, ValueError):
+    """``phalanx.utils.get_file`` downloaded a file whose hash is not ``file_hash``
+    (Keras's ``ValueError`` "Incomplete or corrupted file detected"); the file is not kept."""
+
+
 class BackendSettingError(PhalanxError, ValueError):
     """A ``phalanx.backend`` setting (``set_floatx``, ``set_epsilon``,
     ``set_image_data_format``) that is unknown, or that phalanx's layers do not honour."""
