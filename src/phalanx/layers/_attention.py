@@ -308,24 +308,28 @@ class MultiHeadAttention(Layer):
         probs = jax.nn.softmax(scores, axis=-1)
         dropped = probs
         if training and self.dropout > 0.0:
-            dropped = self._drop(probs, rngs)
+            dropped = attention_dropout(self, probs, rngs)
         out = out_proj.call(jnp.einsum("acbe,aecd->abcd", dropped, v), training=training, rngs=None)
         return [out, probs] if return_attention_scores else out
 
-    def _drop(self, probs, rngs):
-        if rngs is None:
-            raise ValueError(
-                f"Layer '{self.name}' (MultiHeadAttention) has dropout={self.dropout} and "
-                "needs a random key in training (fit gives one; call it with rngs=key)."
-            )
-        if isinstance(rngs, nnx.Rngs):
-            rngs = rngs.dropout()
-        if self.seed is not None:
-            rngs = jax.random.fold_in(rngs, self.seed)
-        if self.dropout >= 1.0:  # everything dropped, as Keras (no 0 / 0 in the gradient)
-            return jnp.zeros_like(probs)
-        keep = jax.random.bernoulli(rngs, 1.0 - self.dropout, probs.shape)
-        return jnp.where(keep, probs / (1.0 - self.dropout), 0.0)
+
+def attention_dropout(layer: Any, probs: jax.Array, rngs: Any) -> jax.Array:
+    """``probs`` with Keras's attention dropout at ``layer.dropout`` (inverted: the kept
+    weights scaled by ``1 / (1 - dropout)``), its key from ``rngs`` with ``layer.seed`` folded
+    in. Raises ``ValueError`` without a key (training needs one)."""
+    if rngs is None:
+        raise ValueError(
+            f"Layer '{layer.name}' ({type(layer).__name__}) has dropout={layer.dropout} and "
+            "needs a random key in training (fit gives one; call it with rngs=key)."
+        )
+    if isinstance(rngs, nnx.Rngs):
+        rngs = rngs.dropout()
+    if layer.seed is not None:
+        rngs = jax.random.fold_in(rngs, layer.seed)
+    if layer.dropout >= 1.0:  # everything dropped, as Keras (no 0 / 0 in the gradient)
+        return jnp.zeros_like(probs)
+    keep = jax.random.bernoulli(rngs, 1.0 - layer.dropout, probs.shape)
+    return jnp.where(keep, probs / (1.0 - layer.dropout), 0.0)
 
 
 def _attention_mask(shape, attention_mask, causal, query_mask, value_mask, key_mask):

@@ -27,6 +27,7 @@ from flax import nnx
 
 from ..errors import LayerArgumentError
 from . import _args as _layer_args
+from ._attention import attention_dropout
 from ._layer import Layer, Shape, format_shape, normalize_shape, shapes_match
 
 
@@ -218,26 +219,11 @@ class Attention(Layer):
             scores = jnp.where(scores_mask, scores, scores - jnp.asarray(big, scores.dtype))
         weights = jax.nn.softmax(scores, axis=-1)
         if training and self.dropout > 0.0:
-            weights = self._drop(weights, rngs)
+            weights = attention_dropout(self, weights, rngs)
         out = jnp.matmul(weights, v)
         if q_mask is not None:
             out = jnp.where(jnp.asarray(q_mask).astype(bool)[..., None], out, 0.0)
         return (out, weights) if return_attention_scores else out
-
-    def _drop(self, weights, rngs):
-        if rngs is None:
-            raise ValueError(
-                f"Layer '{self.name}' ({type(self).__name__}) has dropout={self.dropout} and "
-                "needs a random key in training (fit gives one; call it with rngs=key)."
-            )
-        if isinstance(rngs, nnx.Rngs):
-            rngs = rngs.dropout()
-        if self.seed is not None:
-            rngs = jax.random.fold_in(rngs, self.seed)
-        if self.dropout >= 1.0:  # everything dropped (no 0 / 0 in the gradient)
-            return jnp.zeros_like(weights)
-        keep = jax.random.bernoulli(rngs, 1.0 - self.dropout, weights.shape)
-        return jnp.where(keep, weights / (1.0 - self.dropout), 0.0)
 
 
 class AdditiveAttention(Attention):
