@@ -238,7 +238,11 @@ def test_only_the_mean_metrics_read_the_mask():
     for lib in (phalanx, keras):
         keras.utils.set_random_seed(0)
         model = _binary(lib)
-        metrics = [lib.metrics.Precision(name="precision"), lib.metrics.RootMeanSquaredError(), "mse"]
+        metrics = [
+            lib.metrics.Precision(name="precision"),
+            lib.metrics.RootMeanSquaredError(),
+            "mse",
+        ]
         model.compile(optimizer="sgd", loss="binary_crossentropy", metrics=metrics)
         models.append(model)
     models[0].set_weights(models[1].get_weights())
