@@ -22,7 +22,7 @@ from io_support import data, model
 import phalanx
 from phalanx import callbacks, checkpoint
 from phalanx import data as pdata
-from phalanx.errors import DatasetArgumentError, ExportError
+from phalanx.errors import DatasetArgumentError, ExportError, UtilsArgumentError
 from phalanx.io import gfile
 
 # Argument names that hold a file or folder path.
@@ -234,6 +234,11 @@ def _mnist_refuses_urls(base):
         phalanx.datasets.mnist.load_data(f"{base}/mnist.npz")
 
 
+def _text_dirs_refuse_urls(base):
+    with pytest.raises(UtilsArgumentError, match="not from a URL. Copy it here first"):
+        phalanx.utils.text_dataset_from_directory(f"{base}/texts")
+
+
 def _saving_functions(base):
     m = model()
     phalanx.saving.save_model(m, f"{base}/s.keras")
@@ -293,6 +298,7 @@ RUNNERS = {
     "phalanx.io.gfile.stat": _gfile,
     "phalanx.io.gfile.walk": _gfile,
     "phalanx.datasets.mnist.load_data": _mnist_refuses_urls,
+    "phalanx.utils._text_dataset.text_dataset_from_directory": _text_dirs_refuse_urls,
 }
 
 

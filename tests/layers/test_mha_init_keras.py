@@ -19,6 +19,7 @@ NAMES = ("query", "key", "value", "attention_output")
 
 
 def _kernels(lib, initializer):
+    keras.utils.set_random_seed(0)  # Keras's draws do not depend on the tests run before
     mha = lib.layers.MultiHeadAttention(HEADS, KEY_DIM, kernel_initializer=initializer)
     x = np.zeros((1, T, D), np.float32)
     mha(x, x)
@@ -49,8 +50,9 @@ def test_projection_kernels_spread_as_keras(initializer, uniform):
         assert std == pytest.approx(k_std, rel=0.06), name
         if uniform:  # the bound sqrt(3 * scale / fan), reached to within a fraction of 1%
             assert top == pytest.approx(k_top, rel=0.02), name
-        else:  # truncated at 2 sigma of the untruncated normal
-            assert top <= k_std / 0.8796 * 2 * 1.02, name
+        else:  # truncated at 2 sigma of the untruncated normal (Keras's empirical std
+            # stands in for the truncated one: a kernel of 4096 draws leaves ~1-2% of noise)
+            assert top <= k_std / 0.8796 * 2 * 1.05, name
 
 
 def test_old_spread_was_narrower():

@@ -73,8 +73,8 @@ def text_dataset_from_directory(
         ``labels`` neither ``"inferred"``, None nor a list, a ``label_mode`` or
         ``subset`` out of its options, ``class_names`` that are not subfolders,
         labels of the wrong length, ``"binary"`` without exactly 2 classes, a
-        ``validation_split`` out of (0, 1) or without a seed while shuffling, or no
-        ``.txt`` file found.
+        ``validation_split`` out of (0, 1) or without a seed while shuffling, no
+        ``.txt`` file found, or a URL for ``directory`` (the folder must be local).
 
     Examples:
       >>> import pathlib, tempfile
@@ -95,6 +95,12 @@ def text_dataset_from_directory(
     if seed is None:
         seed = np.random.randint(1e6)
     directory = os.fspath(directory)
+    if "://" in directory:
+        raise UtilsArgumentError(
+            f"text_dataset_from_directory({directory!r}): the folder is read on this machine, "
+            "not from a URL. Copy it here first (phalanx.io.gfile.copy each file, or "
+            "phalanx.utils.get_file for an archive), then pass the local folder."
+        )
     file_paths, labels, class_names = index_directory(
         directory, labels, _FORMATS, class_names, shuffle, seed, follow_links, verbose
     )
