@@ -30,6 +30,7 @@ from . import _initializers
 from ._args import positive_int
 from ._einsum_dense import _kernel_initializer
 from ._layer import Layer, Shape, format_shape, normalize_shape
+from ._regularization import _key
 
 
 def _refuse_unsupported(sliding_window: Any, flash_attention: Any, use_gate: Any) -> None:
@@ -316,16 +317,8 @@ class MultiHeadAttention(Layer):
 def attention_dropout(layer: Any, probs: jax.Array, rngs: Any) -> jax.Array:
     """``probs`` with Keras's attention dropout at ``layer.dropout`` (inverted: the kept
     weights scaled by ``1 / (1 - dropout)``), its key from ``rngs`` with ``layer.seed`` folded
-    in. Raises ``ValueError`` without a key (training needs one)."""
-    if rngs is None:
-        raise ValueError(
-            f"Layer '{layer.name}' ({type(layer).__name__}) has dropout={layer.dropout} and "
-            "needs a random key in training (fit gives one; call it with rngs=key)."
-        )
-    if isinstance(rngs, nnx.Rngs):
-        rngs = rngs.dropout()
-    if layer.seed is not None:
-        rngs = jax.random.fold_in(rngs, layer.seed)
+    in (as the dropout layers'). Raises ``ValueError`` without a key (training needs one)."""
+    rngs = _key(layer, rngs, layer.seed)  # the dropout layers' key, with its error
     if layer.dropout >= 1.0:  # everything dropped, as Keras (no 0 / 0 in the gradient)
         return jnp.zeros_like(probs)
     keep = jax.random.bernoulli(rngs, 1.0 - layer.dropout, probs.shape)
